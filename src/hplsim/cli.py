@@ -1,0 +1,76 @@
+"""The single entry point. Each subcommand lives in the module of its stage and is
+imported only when used, so ``hplsim --help`` stays fast."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from hplsim import __version__
+from hplsim.errors import HplsimError
+
+# name -> (module, attribute, one-line help); the order is the pipeline's order.
+SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
+    "calibrate": ("hplsim.calibrate.cli", "calibrate", "Measure dgemm/dtrsm or MPI on this machine."),
+    "archive": ("hplsim.calibrate.cli", "archive", "Inspect a calibration or run archive."),
+    "fit": ("hplsim.models.cli", "fit", "Fit kernel or network models from measurements."),
+    "platform": ("hplsim.platform.cli", "platform", "Turn a platform spec into SimGrid XML + hostfile."),
+    "predict": ("hplsim.predict", "predict", "Predict HPL's performance by emulating it on SimGrid/SMPI."),
+    "sweep": ("hplsim.sweep.cli", "sweep", "Run many predictions (tuning, what-if) into a results store."),
+    "run-real": ("hplsim.real.cli", "run_real", "Run the real HPL on this machine or an allocation."),
+    "validate": ("hplsim.real.validate", "validate", "Calibrate, fit, predict and run for real; compare."),
+    "check": ("hplsim.check.cli", "check", "Non-regression tests on calibration history."),
+    "build": ("hplsim.hpl.build", "build_command", "Build the emulated and real HPL and the C tools."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in SUBCOMMANDS:
+            return None
+        module, attr, _ = SUBCOMMANDS[name]
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise click.ClickException(f"subcommand {name!r} is not available: {exc}") from None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, _, help_) in SUBCOMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(__version__, prog_name="hplsim")
+def cli() -> None:
+    """hplsim: predict High-Performance Linpack on a simulated cluster."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="hplsim", standalone_mode=False)
+    except HplsimError as exc:
+        click.echo(f"hplsim: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("hplsim: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"hplsim: error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("hplsim: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,460 @@
+"""The model file: kernel duration models per host and CPU (format in docs/formats/model-file.md).
+
+One reader (`load_model`), one writer (`save_model`). Everything the emulation needs is
+checked here, with the path of the offending field in the message, so that a bad model
+file never reaches the simulator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import yaml
+
+from hplsim.errors import HplsimError
+
+FORMAT_NAME = "hplsim-model"
+FORMAT_VERSION = 1
+
+_DLASWP_MN = [f"HPL_dlaswp{c}" for c in ("00N", "10N", "01N", "01T", "02N", "03N", "03T", "05N", "05T", "06N", "06T")]
+
+#: Size variables of each modelled kernel, in the order the C runtime passes them.
+#: dtrsm's k is the order of its triangular matrix (M if side is left, else N), so that
+#: its flop term M²N / MN² is written ``mnk`` like dgemm's.
+KERNEL_VARIABLES: dict[str, tuple[str, ...]] = {
+    "dgemm": ("m", "n", "k"),
+    "dtrsm": ("m", "n", "k"),
+    "dgemv": ("m", "n"),
+    "dger": ("m", "n"),
+    "dtrsv": ("n",),
+    "daxpy": ("n",),
+    "dscal": ("n",),
+    "dswap": ("n",),
+    "idamax": ("n",),
+    "HPL_dlacpy": ("m", "n"),
+    "HPL_dlatcpy": ("m", "n"),
+    **{name: ("m", "n") for name in _DLASWP_MN},
+    "HPL_dlaswp04N": ("m0", "m1", "n"),
+    "HPL_dlaswp04T": ("m0", "m1", "n"),
+}
+
+NOISE_FAMILIES = ("none", "normal", "halfnormal", "mixture")
+HALFNORMAL_MEAN = math.sqrt(2.0 / math.pi)
+HALFNORMAL_SD = math.sqrt(1.0 - 2.0 / math.pi)
+
+Exponents = tuple[int, ...]
+
+
+def parse_term(term: str, variables: tuple[str, ...]) -> Exponents:
+    """``"mnk"`` / ``"m*n*k"`` / ``"m1*n"`` / ``"nn"`` / ``"intercept"`` -> exponent per variable."""
+    exps = [0] * len(variables)
+    if term in ("intercept", "1"):
+        return tuple(exps)
+    factors = term.split("*") if "*" in term else list(term)
+    for factor in factors:
+        if factor not in variables:
+            raise ValueError(f"unknown size variable {factor!r} in term {term!r} (variables: {', '.join(variables)})")
+        exps[variables.index(factor)] += 1
+    return tuple(exps)
+
+
+def term_name(exps: Exponents, variables: tuple[str, ...]) -> str:
+    if not any(exps):
+        return "intercept"
+    parts = [v for v, e in zip(variables, exps) for _ in range(e)]
+    return "".join(parts) if all(len(v) == 1 for v in parts) else "*".join(parts)
+
+
+@dataclass(frozen=True)
+class Polynomial:
+    """Σ coef · Π size^exp, over the kernel's size variables."""
+
+    variables: tuple[str, ...]
+    terms: tuple[tuple[Exponents, float], ...] = ()
+
+    @classmethod
+    def from_mapping(cls, variables: tuple[str, ...], mapping: Mapping[str, float]) -> "Polynomial":
+        merged: dict[Exponents, float] = {}
+        for name, coef in mapping.items():
+            exps = parse_term(str(name), variables)
+            merged[exps] = merged.get(exps, 0.0) + float(coef)
+        return cls(variables, tuple(merged.items()))
+
+    def to_mapping(self) -> dict[str, float]:
+        return {term_name(e, self.variables): float(c) for e, c in self.terms}
+
+    def __call__(self, sizes: Mapping[str, Any]) -> np.ndarray:
+        total = np.zeros(np.broadcast(*[np.asarray(sizes[v], dtype=float) for v in self.variables]).shape)
+        for exps, coef in self.terms:
+            value = np.full_like(total, coef, dtype=float)
+            for var, e in zip(self.variables, exps):
+                if e:
+                    value = value * np.asarray(sizes[var], dtype=float) ** e
+            total = total + value
+        return total
+
+    @property
+    def degree(self) -> int:
+        return max((sum(e) for e, _ in self.terms), default=0)
+
+
+@dataclass(frozen=True)
+class Component:
+    """One normal component of a mixture: its weight, mean shift and σ polynomials."""
+
+    weight: float
+    shift: Polynomial
+    sigma: Polynomial
+
+
+@dataclass(frozen=True)
+class KernelModel:
+    """Duration of one call: mean(sizes) + noise, clamped at 0.
+
+    noise families: ``none``; ``normal`` (N(0, σ²)); ``halfnormal`` (|Z|σ' shifted to mean 0,
+    standard deviation σ — the reference data's family); ``mixture`` (component c with
+    probability weight_c, then N(shift_c, σ_c²)). σ, shifts: polynomials in the same sizes.
+    """
+
+    kernel: str
+    mean: Polynomial
+    family: str = "none"
+    sigma: Polynomial | None = None
+    components: tuple[Component, ...] = ()
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return KERNEL_VARIABLES[self.kernel]
+
+    def predict(self, sizes: Mapping[str, Any]) -> np.ndarray:
+        """Expected duration (mean of the noise is 0 for every family but a mixture's)."""
+        mu = self.mean(sizes)
+        if self.family == "mixture":
+            mu = mu + sum(c.weight * c.shift(sizes) for c in self.components)
+        return mu
+
+    def sample(self, sizes: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
+        """Random durations with the same law as the emulation's runtime (negative -> 0)."""
+        mu = np.asarray(self.mean(sizes), dtype=float)
+        shape = mu.shape
+        if self.family == "none":
+            out = mu.copy()
+        elif self.family == "normal":
+            out = mu + self.sigma(sizes) * rng.standard_normal(shape)
+        elif self.family == "halfnormal":
+            z = np.abs(rng.standard_normal(shape))
+            out = mu + self.sigma(sizes) * (z - HALFNORMAL_MEAN) / HALFNORMAL_SD
+        else:
+            weights = np.array([c.weight for c in self.components])
+            pick = rng.choice(len(self.components), size=shape, p=weights / weights.sum())
+            out = mu.copy()
+            z = rng.standard_normal(shape)
+            for i, comp in enumerate(self.components):
+                sel = pick == i
+                shift = np.broadcast_to(comp.shift(sizes), shape)[sel]
+                sig = np.broadcast_to(comp.sigma(sizes), shape)[sel]
+                out[sel] = mu[sel] + shift + sig * z[sel]
+        return np.maximum(out, 0.0)
+
+
+@dataclass
+class HostModel:
+    """Kernels shared by the host's CPUs, and per-CPU overrides (a rank's CPU is its
+    local rank modulo the number of CPUs listed)."""
+
+    kernels: dict[str, KernelModel] = field(default_factory=dict)
+    cpus: list[dict[str, KernelModel]] = field(default_factory=list)
+
+
+@dataclass
+class ModelFile:
+    default: HostModel | None = None
+    hosts: dict[str, HostModel] = field(default_factory=dict)
+    description: str = ""
+    provenance: Any = None
+
+    def resolve(self, host: str, cpu: int) -> dict[str, KernelModel]:
+        """Kernels of a rank on `host` running on its CPU `cpu` (CPU > host > default)."""
+        entry = self.hosts.get(host)
+        if entry is None and self.default is None:
+            raise HplsimError(f"host {host!r} is not in the model file, which has no 'default' entry")
+        return self._resolve(entry, cpu)
+
+    def _resolve(self, entry: HostModel | None, cpu: int) -> dict[str, KernelModel]:
+        kernels: dict[str, KernelModel] = {}
+        for level in (self.default, entry):
+            if level is not None:
+                kernels.update(level.kernels)
+                if level.cpus:
+                    kernels.update(level.cpus[cpu % len(level.cpus)])
+        return kernels
+
+    def cpus_of(self, host: str) -> int:
+        """CPUs a host's ranks are spread over (1 when the model does not distinguish them)."""
+        levels = (self.default, self.hosts.get(host))
+        return max([1] + [len(level.cpus) for level in levels if level is not None])
+
+    def check_hosts(self, hosts: list[str]) -> None:
+        if self.default is None:
+            missing = sorted(set(hosts) - set(self.hosts))
+            if missing:
+                more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
+                raise HplsimError(
+                    f"host(s) {', '.join(missing[:3])}{more} not in the model file, which has no 'default' entry"
+                )
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _number(value: Any, where: str, nonnegative: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise _Invalid(f"{where}: {value!r} is not a number") from None
+        else:
+            raise _Invalid(f"{where}: {value!r} is not a number")
+    value = float(value)
+    if not math.isfinite(value):
+        raise _Invalid(f"{where}: {value} is not finite")
+    if nonnegative and value < 0:
+        raise _Invalid(f"{where}: negative value {value}")
+    return value
+
+
+def _poly(raw: Any, kernel: str, where: str, kind: str) -> Polynomial:
+    if raw is None:
+        raise _Invalid(f"{where}: missing coefficients")
+    if not isinstance(raw, Mapping):
+        raise _Invalid(f"{where}: expected a mapping of term -> coefficient, got {type(raw).__name__}")
+    variables = KERNEL_VARIABLES[kernel]
+    coefs: dict[str, float] = {}
+    for term, value in raw.items():
+        try:
+            parse_term(str(term), variables)
+        except ValueError as exc:
+            raise _Invalid(f"{where}: {exc}") from None
+        coefs[str(term)] = _number(value, f"{where}.{term}", nonnegative=False)
+    poly = Polynomial.from_mapping(variables, coefs)
+    if kind in ("mean", "sigma"):
+        # Cross terms of a polynomial fit may be negative (the published Dahu models have
+        # some); the constant and the leading (highest-degree) terms may not, or large
+        # calls would get negative durations. Where the value still dips below 0 the
+        # runtime clamps it.
+        for exps, coef in poly.terms:
+            if coef < 0 and (not any(exps) or sum(exps) == poly.degree):
+                raise _Invalid(f"{where}.{term_name(exps, variables)}: negative coefficient {coef}")
+    return poly
+
+
+def _kernel(name: str, raw: Any, where: str) -> KernelModel:
+    if name not in KERNEL_VARIABLES:
+        raise _Invalid(f"{where}: unknown kernel {name!r} (known: {', '.join(sorted(KERNEL_VARIABLES))})")
+    if not isinstance(raw, Mapping):
+        raise _Invalid(f"{where}: expected a mapping with 'mean' (and optionally 'noise')")
+    unknown = set(raw) - {"mean", "noise"}
+    if unknown:
+        raise _Invalid(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    mean = _poly(raw.get("mean"), name, f"{where}.mean", "mean")
+    noise = raw.get("noise") or {"family": "none"}
+    if not isinstance(noise, Mapping):
+        raise _Invalid(f"{where}.noise: expected a mapping")
+    family = noise.get("family", "none")
+    if family not in NOISE_FAMILIES:
+        raise _Invalid(f"{where}.noise.family: unknown family {family!r} (known: {', '.join(NOISE_FAMILIES)})")
+    if family == "none":
+        return KernelModel(name, mean)
+    if family in ("normal", "halfnormal"):
+        sigma = _poly(noise.get("sigma"), name, f"{where}.noise.sigma", "sigma")
+        return KernelModel(name, mean, family, sigma=sigma)
+    comps_raw = noise.get("components")
+    if not isinstance(comps_raw, list) or not comps_raw:
+        raise _Invalid(f"{where}.noise.components: a mixture needs a non-empty list of components")
+    comps = []
+    for i, c in enumerate(comps_raw):
+        cw = f"{where}.noise.components[{i}]"
+        if not isinstance(c, Mapping):
+            raise _Invalid(f"{cw}: expected a mapping with weight, shift, sigma")
+        weight = _number(c.get("weight"), f"{cw}.weight", nonnegative=True)
+        shift = _poly(c.get("shift", {}), name, f"{cw}.shift", "shift")
+        sigma = _poly(c.get("sigma"), name, f"{cw}.sigma", "sigma")
+        comps.append(Component(weight, shift, sigma))
+    total = sum(c.weight for c in comps)
+    if not math.isclose(total, 1.0, rel_tol=1e-6, abs_tol=1e-6):
+        raise _Invalid(f"{where}.noise.components: weights sum to {total}, not 1")
+    return KernelModel(name, mean, "mixture", components=tuple(comps))
+
+
+def _kernels(raw: Any, where: str) -> dict[str, KernelModel]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _Invalid(f"{where}: expected a mapping of kernel name -> model")
+    return {str(k): _kernel(str(k), v, f"{where}.{k}") for k, v in raw.items()}
+
+
+def _host(raw: Any, where: str) -> HostModel:
+    if not isinstance(raw, Mapping):
+        raise _Invalid(f"{where}: expected a mapping with 'kernels' and/or 'cpus'")
+    unknown = set(raw) - {"kernels", "cpus"}
+    if unknown:
+        raise _Invalid(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    cpus_raw = raw.get("cpus") or []
+    if not isinstance(cpus_raw, list):
+        raise _Invalid(f"{where}.cpus: expected a list (one entry per CPU)")
+    cpus = []
+    for i, c in enumerate(cpus_raw):
+        if not isinstance(c, Mapping):
+            raise _Invalid(f"{where}.cpus[{i}]: expected a mapping with 'kernels'")
+        cpus.append(_kernels(c.get("kernels"), f"{where}.cpus[{i}].kernels"))
+    return HostModel(_kernels(raw.get("kernels"), f"{where}.kernels"), cpus)
+
+
+def model_from_dict(doc: Any, source: str = "<model>") -> ModelFile:
+    try:
+        if not isinstance(doc, Mapping):
+            raise _Invalid("top level must be a mapping")
+        if doc.get("format") != FORMAT_NAME:
+            raise _Invalid(f"'format' must be {FORMAT_NAME!r}")
+        if doc.get("version") != FORMAT_VERSION:
+            raise _Invalid(f"unsupported 'version' {doc.get('version')!r} (this hplsim reads {FORMAT_VERSION})")
+        unknown = set(doc) - {"format", "version", "description", "provenance", "default", "hosts"}
+        if unknown:
+            raise _Invalid(f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+        default = _host(doc["default"], "default") if doc.get("default") is not None else None
+        hosts_raw = doc.get("hosts") or {}
+        if not isinstance(hosts_raw, Mapping):
+            raise _Invalid("hosts: expected a mapping of host name -> model")
+        hosts = {str(h): _host(v, f"hosts.{h}") for h, v in hosts_raw.items()}
+        if default is None and not hosts:
+            raise _Invalid("neither a 'default' entry nor any host")
+    except _Invalid as exc:
+        raise HplsimError(f"invalid model file {source}: {exc}") from None
+    return ModelFile(default, hosts, str(doc.get("description") or ""), doc.get("provenance"))
+
+
+def load_model(path: Path) -> ModelFile:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise HplsimError(f"cannot read model file {path}: {exc.strerror}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise HplsimError(f"invalid model file {path}: not valid YAML/JSON{where}") from None
+    return model_from_dict(doc, str(path))
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _kernel_to_dict(m: KernelModel) -> dict:
+    out: dict[str, Any] = {"mean": m.mean.to_mapping()}
+    if m.family in ("normal", "halfnormal"):
+        out["noise"] = {"family": m.family, "sigma": m.sigma.to_mapping()}
+    elif m.family == "mixture":
+        out["noise"] = {
+            "family": "mixture",
+            "components": [
+                {"weight": c.weight, "shift": c.shift.to_mapping(), "sigma": c.sigma.to_mapping()}
+                for c in m.components
+            ],
+        }
+    return out
+
+
+def _host_to_dict(h: HostModel) -> dict:
+    out: dict[str, Any] = {}
+    if h.kernels:
+        out["kernels"] = {k: _kernel_to_dict(v) for k, v in h.kernels.items()}
+    if h.cpus:
+        out["cpus"] = [{"kernels": {k: _kernel_to_dict(v) for k, v in cpu.items()}} for cpu in h.cpus]
+    return out
+
+
+def model_to_dict(model: ModelFile) -> dict:
+    doc: dict[str, Any] = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
+    if model.description:
+        doc["description"] = model.description
+    if model.provenance is not None:
+        doc["provenance"] = model.provenance
+    if model.default is not None:
+        doc["default"] = _host_to_dict(model.default)
+    if model.hosts:
+        doc["hosts"] = {h: _host_to_dict(v) for h, v in model.hosts.items()}
+    return doc
+
+
+def save_model(model: ModelFile, path: Path) -> None:
+    """Write atomically (temp file + rename): a reader never sees half a model."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(yaml.safe_dump(model_to_dict(model), sort_keys=False, width=100))
+    tmp.replace(path)
+
+
+# ----------------------------------------------------------- the emulation runtime's table
+
+_FAMILY_CODE = {"none": 0, "normal": 1, "halfnormal": 2}
+_SLOTS = 3
+
+
+def _poly_rt(poly: Polynomial | None) -> str:
+    if poly is None:
+        return "0"
+    items = []
+    for exps, coef in poly.terms:
+        padded = list(exps) + [0] * (_SLOTS - len(exps))
+        items.append(" ".join(str(e) for e in padded) + f" {coef:.17g}")
+    return " ".join([str(len(items)), *items])
+
+
+def _kernel_rt(cpu: int, m: KernelModel) -> str:
+    if m.family == "mixture":
+        comps = []
+        for c in m.components:
+            # The runtime draws one normal per component: its mean is mean + shift.
+            merged = Polynomial.from_mapping(m.variables, _sum_maps(m.mean.to_mapping(), c.shift.to_mapping()))
+            comps.append(f"comp 1 {c.weight:.17g} {_poly_rt(merged)} {_poly_rt(c.sigma)}")
+    else:
+        comps = [f"comp {_FAMILY_CODE[m.family]} 1 {_poly_rt(m.mean)} {_poly_rt(m.sigma)}"]
+    return "\n".join([f"kernel {cpu} {m.kernel} {len(comps)}", *comps])
+
+
+def _sum_maps(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def write_runtime_table(model: ModelFile, hosts: list[str], path: Path) -> None:
+    """The model resolved per (host, CPU) for the C runtime (see csrc/kernel-models/README.md).
+
+    Only the hosts the run uses are written; ``*`` stands for every other host.
+    """
+    lines = ["hplsim-runtime-model 1"]
+    entries: list[tuple[str, HostModel | None]] = [(h, model.hosts[h]) for h in dict.fromkeys(hosts) if h in model.hosts]
+    if model.default is not None:
+        entries.append(("*", None))
+    for name, entry in entries:
+        ncpus = max([1] + [len(level.cpus) for level in (model.default, entry) if level is not None])
+        lines.append(f"host {name} {ncpus}")
+        for cpu in range(ncpus):
+            resolved = model._resolve(entry, cpu)
+            lines.extend(_kernel_rt(cpu, resolved[k]) for k in sorted(resolved))
+    lines.append("end")
+    Path(path).write_text("\n".join(lines) + "\n")
