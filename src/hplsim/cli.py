@@ -17,7 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "archive": ("hplsim.calibrate.cli", "archive", "Inspect a calibration or run archive."),
     "fit": ("hplsim.models.cli", "fit", "Fit kernel or network models from measurements."),
     "platform": ("hplsim.platform.cli", "platform", "Turn a platform spec into SimGrid XML + hostfile."),
-    "predict": ("hplsim.predict", "predict", "Predict HPL's performance by emulating it on SimGrid/SMPI."),
+    "predict": ("hplsim.predict", "predict_command", "Predict HPL's performance by emulating it on SimGrid/SMPI."),
     "sweep": ("hplsim.sweep.cli", "sweep", "Run many predictions (tuning, what-if) into a results store."),
     "run-real": ("hplsim.real.cli", "run_real", "Run the real HPL on this machine or an allocation."),
     "validate": ("hplsim.real.validate", "validate", "Calibrate, fit, predict and run for real; compare."),

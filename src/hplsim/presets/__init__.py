@@ -1,0 +1,39 @@
+"""Built-in platforms and models. The default one is Dahu (Grid'5000): the published
+platform with 32 ranks per node and the published per-CPU models, converted to our format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from hplsim.errors import HplsimError
+from hplsim.hpl.config import HplConfig
+from hplsim.presets import dahu
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    platform: Path
+    model: Path
+    config: Callable[[int], HplConfig]
+    ranks_per_host: int
+    description: str
+
+
+PRESETS = {
+    "dahu": Preset(
+        "dahu", dahu.PLATFORM_XML, dahu.MODEL_FILE, dahu.validation_config, dahu.RANKS_PER_NODE,
+        "Dahu, 32 nodes x 32 cores (1,024 ranks), published per-CPU dgemm models; "
+        "HPL parameters of the 2019 validation runs (N given by the user)",
+    ),
+}
+DEFAULT = PRESETS["dahu"]
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise HplsimError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})") from None

@@ -23,13 +23,19 @@ PROVENANCE = {
     "source": "Ezibenroc/thesis, Ezibenroc/HPL-paper, Ezibenroc/hpl (public GitHub), as collected in shared/data/dahu",
     "dgemm": "dgemm_model_per_cpu.csv: per-CPU polynomial mu and sigma, half-normal noise shifted to mean 0",
     "other_kernels": "other_kernels.csv: duration = size x c, c half-normal with mean mu and sd sigma",
-    "mapping": "host dahu-i is node i+1; CPU index 0/1 of a host is cpu 2*node / 2*node+1; "
-    "a rank's CPU is its local rank modulo 2 (even ranks on CPU 0)",
+    "mapping": "host dahu-i.grid5000.fr (the published platform's host names) is node i+1; "
+    "CPU index 0/1 of a host is cpu 2*node / 2*node+1; a rank's CPU is its local rank modulo 2 "
+    "(even ranks on CPU 0)",
 }
 
 # other_kernels.csv's size column -> our term over the kernel's variables
 _SIZE_TERMS = {"M*M*N if side is left else M*N*N": "mnk", "M*N": "mn", "N": "n", "1": "intercept", "M1*N": "m1*n"}
 _DGEMM_TERMS = ("intercept", "mnk", "mn", "mk", "nk")
+
+
+def host_name(node: int) -> str:
+    """SimGrid name of Dahu's node `node` (numbered from 1 in the models) in the published platform."""
+    return f"dahu-{node - 1}.grid5000.fr"
 
 
 def _halfnormal(kernel: str, mean: dict[str, float], sigma: dict[str, float]) -> KernelModel:
@@ -62,11 +68,11 @@ def convert(data_dir: Path) -> ModelFile:
             default = HostModel(kernels={**other, "dgemm": dgemm(row)})
             continue
         node, cpu = int(row["node"]), int(row["cpu"])
-        host = hosts.setdefault(f"dahu-{node - 1}", HostModel(cpus=[{}, {}]))
+        host = hosts.setdefault(host_name(node), HostModel(cpus=[{}, {}]))
         host.cpus[cpu - 2 * node] = {"dgemm": dgemm(row)}
     return ModelFile(
         default=default,
-        hosts=dict(sorted(hosts.items(), key=lambda kv: int(kv[0].split("-")[1]))),
+        hosts=dict(sorted(hosts.items(), key=lambda kv: int(kv[0].split("-")[1].split(".")[0]))),
         description="Dahu (Grid'5000): published per-CPU polynomial dgemm + half-normal noise, other kernels",
         provenance=PROVENANCE,
     )

@@ -1,0 +1,67 @@
+/* The BLAS that HPL calls (HPL_CALL_CBLAS), as time models. Nothing is computed, except
+ * dcopy: HPL_pdmxswp moves the (max, index, owner) pivot record with it. */
+#include "hpl.h"
+#include "hplsim_runtime.h"
+
+void cblas_dgemm(const enum HPL_ORDER order, const enum HPL_TRANS ta, const enum HPL_TRANS tb, const int M,
+                 const int N, const int K, const double alpha, const double *A, const int lda, const double *B,
+                 const int ldb, const double beta, double *C, const int ldc)
+{
+  hplsim_kernel(K_DGEMM, M, N, K);
+}
+
+void cblas_dtrsm(const enum HPL_ORDER order, const enum HPL_SIDE side, const enum HPL_UPLO uplo,
+                 const enum HPL_TRANS ta, const enum HPL_DIAG diag, const int M, const int N, const double alpha,
+                 const double *A, const int lda, double *B, const int ldb)
+{
+  /* k: order of the triangular matrix, so that the model's mnk term is M²N or MN². */
+  hplsim_kernel(K_DTRSM, M, N, side == HplLeft ? M : N);
+}
+
+void cblas_dgemv(const enum HPL_ORDER order, const enum HPL_TRANS ta, const int M, const int N,
+                 const double alpha, const double *A, const int lda, const double *X, const int incx,
+                 const double beta, double *Y, const int incy)
+{
+  hplsim_kernel(K_DGEMV, M, N, 0);
+}
+
+void cblas_dger(const enum HPL_ORDER order, const int M, const int N, const double alpha, const double *X,
+                const int incx, const double *Y, const int incy, double *A, const int lda)
+{
+  hplsim_kernel(K_DGER, M, N, 0);
+}
+
+void cblas_dtrsv(const enum HPL_ORDER order, const enum HPL_UPLO uplo, const enum HPL_TRANS ta,
+                 const enum HPL_DIAG diag, const int N, const double *A, const int lda, double *X, const int incx)
+{
+  hplsim_kernel(K_DTRSV, N, 0, 0);
+}
+
+void cblas_daxpy(const int N, const double alpha, const double *X, const int incx, double *Y, const int incy)
+{
+  hplsim_kernel(K_DAXPY, N, 0, 0);
+}
+
+void cblas_dscal(const int N, const double alpha, double *X, const int incx)
+{
+  hplsim_kernel(K_DSCAL, N, 0, 0);
+}
+
+void cblas_dswap(const int N, double *X, const int incx, double *Y, const int incy)
+{
+  hplsim_kernel(K_DSWAP, N, 0, 0);
+}
+
+int cblas_idamax(const int N, const double *X, const int incx)
+{
+  hplsim_kernel(K_IDAMAX, N, 0, 0);
+  /* Any valid row may be the pivot; a seeded per-rank draw keeps runs unbiased and
+   * reproducible without reading the (folded, meaningless) matrix. */
+  return N > 0 ? hplsim_random_index(N) : 0;
+}
+
+void cblas_dcopy(const int N, const double *X, const int incx, double *Y, const int incy)
+{
+  for (int i = 0; i < N; i++)
+    Y[i * incy] = X[i * incx];
+}

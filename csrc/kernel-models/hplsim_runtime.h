@@ -1,0 +1,41 @@
+/* hplsim's kernel-model runtime: linked into the emulated HPL instead of a BLAS.
+ *
+ * Compute kernels (cblas_* and HPL's own copy/swap kernels) do not compute: they draw a
+ * duration from the run's model table and inject it with smpi_execute_benched(). The
+ * per-rank state lives in ordinary globals, which SMPI's dlopen privatization gives
+ * every simulated rank its own copy of. */
+#ifndef HPLSIM_RUNTIME_H
+#define HPLSIM_RUNTIME_H
+
+#include <stddef.h>
+#include <smpi/smpi.h>
+
+/* Kernels the model table can describe; the order is irrelevant outside the runtime. */
+enum hplsim_kernel {
+  K_DGEMM, K_DTRSM, K_DGEMV, K_DGER, K_DTRSV, K_DAXPY, K_DSCAL, K_DSWAP, K_IDAMAX,
+  K_DLACPY, K_DLATCPY,
+  K_DLASWP00N, K_DLASWP10N, K_DLASWP01N, K_DLASWP01T, K_DLASWP02N, K_DLASWP03N,
+  K_DLASWP03T, K_DLASWP04N, K_DLASWP04T, K_DLASWP05N, K_DLASWP05T, K_DLASWP06N,
+  K_DLASWP06T,
+  K_NKERNELS
+};
+
+/* Called by the driver on every rank right after MPI_Init: loads the model table,
+ * finds this rank's host and CPU, seeds the rank's generators. */
+void hplsim_runtime_init(const char *model_table, unsigned long long seed);
+
+/* Inject the modelled duration of one call of `kernel` with sizes x0, x1, x2. */
+void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2);
+
+/* Uniform integer in [0, n) from the rank's pivot stream (n > 0). */
+int hplsim_random_index(int n);
+
+/* Panel buffers: `size` bytes, returned aligned to `align`, folded except the `private_len`
+ * bytes at `private_offset` (HPL's pivot indices); reused across iterations. */
+void *hplsim_panel_work(size_t size, size_t align, size_t private_offset, size_t private_len);
+void hplsim_panel_release(void *work);
+
+/* Fatal error with a one-line message on stderr (the Python side reports it). */
+void hplsim_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+#endif

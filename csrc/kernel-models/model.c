@@ -1,0 +1,280 @@
+#include "model.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TERMS 64
+#define MAX_COMPONENTS 16
+#define NSLOTS 3
+
+enum family { F_NONE = 0, F_NORMAL = 1, F_HALFNORMAL = 2 };
+
+typedef struct {
+  int nterms;
+  unsigned char exps[MAX_TERMS][NSLOTS];
+  double coef[MAX_TERMS];
+} poly;
+
+typedef struct {
+  int family;
+  double weight; /* cumulative, for drawing the component */
+  poly mean, sigma;
+} component;
+
+typedef struct {
+  int ncomp;
+  component comp[MAX_COMPONENTS];
+} kmodel;
+
+static const char *const kernel_names[K_NKERNELS] = {
+    [K_DGEMM] = "dgemm",           [K_DTRSM] = "dtrsm",
+    [K_DGEMV] = "dgemv",           [K_DGER] = "dger",
+    [K_DTRSV] = "dtrsv",           [K_DAXPY] = "daxpy",
+    [K_DSCAL] = "dscal",           [K_DSWAP] = "dswap",
+    [K_IDAMAX] = "idamax",         [K_DLACPY] = "HPL_dlacpy",
+    [K_DLATCPY] = "HPL_dlatcpy",   [K_DLASWP00N] = "HPL_dlaswp00N",
+    [K_DLASWP10N] = "HPL_dlaswp10N", [K_DLASWP01N] = "HPL_dlaswp01N",
+    [K_DLASWP01T] = "HPL_dlaswp01T", [K_DLASWP02N] = "HPL_dlaswp02N",
+    [K_DLASWP03N] = "HPL_dlaswp03N", [K_DLASWP03T] = "HPL_dlaswp03T",
+    [K_DLASWP04N] = "HPL_dlaswp04N", [K_DLASWP04T] = "HPL_dlaswp04T",
+    [K_DLASWP05N] = "HPL_dlaswp05N", [K_DLASWP05T] = "HPL_dlaswp05T",
+    [K_DLASWP06N] = "HPL_dlaswp06N", [K_DLASWP06T] = "HPL_dlaswp06T",
+};
+
+static kmodel models[K_NKERNELS];
+static int has_model[K_NKERNELS];
+static int my_cpu;
+
+/* The half-normal family is |Z| scaled and shifted to mean 0 and standard deviation 1. */
+static const double HALFNORMAL_MEAN = 0.79788456080286535588; /* sqrt(2/pi) */
+static const double HALFNORMAL_SD = 0.60281028144776133;      /* sqrt(1-2/pi) */
+
+static int lookup_kernel(const char *name)
+{
+  for (int k = 0; k < K_NKERNELS; k++)
+    if (strcmp(kernel_names[k], name) == 0)
+      return k;
+  return -1;
+}
+
+typedef struct {
+  FILE *f;
+  char *err;
+  size_t errlen;
+  int failed;
+} reader;
+
+static void fail(reader *r, const char *fmt, ...)
+{
+  if (r->failed)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->err, r->errlen, fmt, ap);
+  va_end(ap);
+  r->failed = 1;
+}
+
+static int read_word(reader *r, char *buf, size_t len)
+{
+  char fmt[16];
+  snprintf(fmt, sizeof fmt, "%%%zus", len - 1);
+  if (fscanf(r->f, fmt, buf) != 1) {
+    fail(r, "model table ends unexpectedly");
+    return -1;
+  }
+  return 0;
+}
+
+static long read_long(reader *r)
+{
+  long v;
+  if (fscanf(r->f, "%ld", &v) != 1) {
+    fail(r, "model table: expected an integer");
+    return -1;
+  }
+  return v;
+}
+
+static double read_double(reader *r)
+{
+  double v;
+  if (fscanf(r->f, "%lf", &v) != 1) {
+    fail(r, "model table: expected a number");
+    return 0.0;
+  }
+  return v;
+}
+
+static void read_poly(reader *r, poly *p)
+{
+  long n = read_long(r);
+  if (n < 0 || n > MAX_TERMS) {
+    fail(r, "model table: %ld polynomial terms (at most %d)", n, MAX_TERMS);
+    return;
+  }
+  p->nterms = (int)n;
+  for (int i = 0; i < n && !r->failed; i++) {
+    for (int s = 0; s < NSLOTS; s++) {
+      long e = read_long(r);
+      if (e < 0 || e > 8)
+        fail(r, "model table: exponent %ld out of range", e);
+      p->exps[i][s] = (unsigned char)e;
+    }
+    p->coef[i] = read_double(r);
+  }
+}
+
+/* Parse one "kernel" record; store it only when `keep`. */
+static void read_kernel(reader *r, int keep, kmodel *store, int *has)
+{
+  char name[64];
+  read_word(r, name, sizeof name);
+  long ncomp = read_long(r);
+  if (r->failed)
+    return;
+  int k = lookup_kernel(name);
+  if (k < 0) {
+    fail(r, "model table: unknown kernel %s", name);
+    return;
+  }
+  if (ncomp < 1 || ncomp > MAX_COMPONENTS) {
+    fail(r, "model table: %s has %ld components (1 to %d)", name, ncomp, MAX_COMPONENTS);
+    return;
+  }
+  kmodel m;
+  double cumulative = 0.0;
+  m.ncomp = (int)ncomp;
+  for (int c = 0; c < ncomp && !r->failed; c++) {
+    char tag[16];
+    read_word(r, tag, sizeof tag);
+    if (strcmp(tag, "comp") != 0) {
+      fail(r, "model table: expected 'comp', found %s", tag);
+      return;
+    }
+    m.comp[c].family = (int)read_long(r);
+    cumulative += read_double(r);
+    m.comp[c].weight = cumulative;
+    read_poly(r, &m.comp[c].mean);
+    read_poly(r, &m.comp[c].sigma);
+  }
+  if (keep && !r->failed) {
+    store[k] = m;
+    has[k] = 1;
+  }
+}
+
+int hplsim_model_load(const char *path, const char *host, int local_rank, char *err, size_t errlen)
+{
+  reader r = {fopen(path, "r"), err, errlen, 0};
+  if (!r.f) {
+    snprintf(err, errlen, "cannot open model table %s", path);
+    return -1;
+  }
+  static kmodel fallback[K_NKERNELS];
+  int has_fallback[K_NKERNELS] = {0};
+  int found_host = 0, found_fallback = 0, cpu_host = 0, cpu_fallback = 0;
+  char word[256];
+  read_word(&r, word, sizeof word);
+  if (!r.failed && strcmp(word, "hplsim-runtime-model") != 0)
+    fail(&r, "%s is not an hplsim runtime model table", path);
+  read_long(&r); /* version */
+  int in_block = 0; /* 1: my host, 2: fallback, 0: another host */
+  int my_index = 0;
+  while (!r.failed) {
+    if (read_word(&r, word, sizeof word) < 0)
+      break;
+    if (strcmp(word, "end") == 0)
+      break;
+    if (strcmp(word, "host") == 0) {
+      read_word(&r, word, sizeof word);
+      long ncpus = read_long(&r);
+      if (ncpus < 1) {
+        fail(&r, "model table: host %s has %ld CPUs", word, ncpus);
+        break;
+      }
+      if (strcmp(word, host) == 0) {
+        in_block = 1;
+        found_host = 1;
+        cpu_host = local_rank % (int)ncpus;
+      } else if (strcmp(word, "*") == 0) {
+        in_block = 2;
+        found_fallback = 1;
+        cpu_fallback = local_rank % (int)ncpus;
+      } else {
+        in_block = 0;
+      }
+      continue;
+    }
+    if (strcmp(word, "kernel") == 0) {
+      long cpu = read_long(&r);
+      int keep = (in_block == 1 && cpu == cpu_host) || (in_block == 2 && cpu == cpu_fallback);
+      read_kernel(&r, keep, in_block == 1 ? models : fallback, in_block == 1 ? has_model : has_fallback);
+      continue;
+    }
+    fail(&r, "model table: unexpected word %s", word);
+  }
+  fclose(r.f);
+  if (r.failed)
+    return -1;
+  if (!found_host) {
+    if (!found_fallback) {
+      snprintf(err, errlen, "host %s is not in the model, which has no default entry", host);
+      return -1;
+    }
+    memcpy(models, fallback, sizeof models);
+    memcpy(has_model, has_fallback, sizeof has_model);
+    my_index = cpu_fallback;
+  } else {
+    my_index = cpu_host;
+  }
+  my_cpu = my_index;
+  return 0;
+}
+
+int hplsim_model_has(enum hplsim_kernel kernel) { return has_model[kernel]; }
+
+int hplsim_model_cpu(void) { return my_cpu; }
+
+static double eval(const poly *p, const double x[NSLOTS])
+{
+  double total = 0.0;
+  for (int i = 0; i < p->nterms; i++) {
+    double term = p->coef[i];
+    for (int s = 0; s < NSLOTS; s++)
+      for (int e = 0; e < p->exps[i][s]; e++)
+        term *= x[s];
+    total += term;
+  }
+  return total;
+}
+
+double hplsim_model_draw(enum hplsim_kernel kernel, double x0, double x1, double x2, hplsim_rng *noise)
+{
+  if (!has_model[kernel])
+    return 0.0;
+  const kmodel *m = &models[kernel];
+  const double x[NSLOTS] = {x0, x1, x2};
+  const component *c = &m->comp[0];
+  if (m->ncomp > 1) {
+    double u = hplsim_rng_uniform(noise) * m->comp[m->ncomp - 1].weight;
+    int i = 0;
+    while (i < m->ncomp - 1 && u >= m->comp[i].weight)
+      i++;
+    c = &m->comp[i];
+  }
+  double d = eval(&c->mean, x);
+  if (c->family != F_NONE) {
+    double sigma = eval(&c->sigma, x);
+    if (sigma > 0.0) {
+      double z = hplsim_rng_normal(noise);
+      if (c->family == F_HALFNORMAL)
+        z = (fabs(z) - HALFNORMAL_MEAN) / HALFNORMAL_SD;
+      d += sigma * z;
+    }
+  }
+  return d > 0.0 ? d : 0.0;
+}

@@ -1,0 +1,101 @@
+/* Panel buffers for the emulated HPL.
+ *
+ * HPL mallocs and frees each panel's buffer at every iteration. In emulation the buffer
+ * is folded with SMPI_PARTIAL_SHARED_MALLOC (its doubles are never computed on) except a
+ * private window holding DPIV and DINFO: HPL stores pivot indices there as doubles and the
+ * swaps read them back, so they must stay per rank. Mapping a folded buffer costs mmaps
+ * proportional to its size, hence the reuse: a released buffer serves later, smaller
+ * requests by placing the returned pointer so that their pivot window lands in its
+ * private window. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "hplsim_runtime.h"
+
+#define MAX_BUFFERS 64
+
+typedef struct {
+  char *base;
+  size_t capacity;
+  size_t window_lo, window_hi; /* the private byte range */
+  int in_use;
+} buffer;
+
+static buffer pool[MAX_BUFFERS];
+static int npool;
+
+/* Offset at which a request fits in `b`, or -1. */
+static long fit(const buffer *b, size_t size, size_t align, size_t off, size_t len)
+{
+  if (b->window_hi < off + len)
+    return -1;
+  size_t k = (b->window_hi - len - off) / align * align;
+  if (k + off < b->window_lo || k + size > b->capacity)
+    return -1;
+  return (long)k;
+}
+
+void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
+{
+  if (align == 0)
+    align = sizeof(double);
+  for (int i = 0; i < npool; i++) {
+    if (pool[i].in_use)
+      continue;
+    long k = fit(&pool[i], size, align, off, len);
+    if (k >= 0) {
+      pool[i].in_use = 1;
+      return pool[i].base + k;
+    }
+  }
+  /* Nothing fits: the idle buffers are of an older, differently shaped problem. */
+  int kept = 0;
+  for (int i = 0; i < npool; i++) {
+    if (pool[i].in_use)
+      pool[kept++] = pool[i];
+    else
+      SMPI_SHARED_FREE(pool[i].base);
+  }
+  npool = kept;
+  if (npool == MAX_BUFFERS)
+    hplsim_fatal("more than %d panel buffers in use", MAX_BUFFERS);
+
+  buffer b;
+  b.capacity = size + align;
+  b.window_lo = off;
+  b.window_hi = off + len + align;
+  if (b.window_hi > b.capacity)
+    b.window_hi = b.capacity;
+  size_t offsets[4];
+  int nblocks = 0;
+  if (b.window_lo > 0) {
+    offsets[2 * nblocks] = 0;
+    offsets[2 * nblocks + 1] = b.window_lo;
+    nblocks++;
+  }
+  if (b.window_hi < b.capacity) {
+    offsets[2 * nblocks] = b.window_hi;
+    offsets[2 * nblocks + 1] = b.capacity;
+    nblocks++;
+  }
+  b.base = nblocks ? SMPI_PARTIAL_SHARED_MALLOC(b.capacity, offsets, nblocks) : malloc(b.capacity);
+  if (!b.base)
+    return NULL;
+  b.in_use = 1;
+  pool[npool++] = b;
+  long k = fit(&b, size, align, off, len);
+  if (k < 0)
+    hplsim_fatal("panel buffer layout error (size %zu, offset %zu)", size, off);
+  return b.base + k;
+}
+
+void hplsim_panel_release(void *work)
+{
+  for (int i = 0; i < npool; i++) {
+    if ((char *)work >= pool[i].base && (char *)work < pool[i].base + pool[i].capacity) {
+      pool[i].in_use = 0;
+      return;
+    }
+  }
+  hplsim_fatal("releasing a panel buffer that was not allocated by the runtime");
+}

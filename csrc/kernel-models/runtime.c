@@ -1,0 +1,77 @@
+/* Per-rank set-up and the injection of modelled durations into the simulation. */
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "hplsim_runtime.h"
+#include "model.h"
+#include "rng.h"
+
+static hplsim_rng noise_rng; /* kernel durations */
+static hplsim_rng pivot_rng; /* idamax's pivot choices: independent of the noise on/off */
+static double kernel_seconds[K_NKERNELS];
+static long kernel_calls[K_NKERNELS];
+
+void hplsim_fatal(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("hplsim-runtime: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+  fflush(stdout);
+  /* All simulated ranks share this process: end the whole simulation at once. */
+  _exit(3);
+}
+
+void hplsim_runtime_init(const char *model_table, unsigned long long seed)
+{
+  int rank, local_rank, len;
+  char host[MPI_MAX_PROCESSOR_NAME];
+  char err[512];
+  MPI_Comm node;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  /* SMPI answers with the SimGrid host the rank is deployed on. */
+  MPI_Get_processor_name(host, &len);
+  /* The rank's index among the ranks of its host, in rank order: its CPU is this
+   * modulo the host's CPU count in the model. */
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_free(&node);
+  if (hplsim_model_load(model_table, host, local_rank, err, sizeof err) != 0)
+    hplsim_fatal("%s", err);
+  hplsim_rng_seed(&noise_rng, seed, (unsigned long long)rank, 1);
+  hplsim_rng_seed(&pivot_rng, seed, (unsigned long long)rank, 2);
+  if (getenv("HPLSIM_REPORT_MAPPING"))
+    fprintf(stderr, "HPLSIM_MAPPING %d %s %d %d\n", rank, host, local_rank, hplsim_model_cpu());
+}
+
+void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2)
+{
+  double seconds = hplsim_model_draw(kernel, x0, x1, x2, &noise_rng);
+  kernel_calls[kernel]++;
+  if (seconds > 0.0) {
+    kernel_seconds[kernel] += seconds;
+    smpi_execute_benched(seconds);
+  }
+}
+
+int hplsim_random_index(int n)
+{
+  return (int)(((unsigned __int128)hplsim_rng_next(&pivot_rng) * (unsigned)n) >> 64);
+}
+
+void hplsim_runtime_report(FILE *out, int rank)
+{
+  double total = 0.0;
+  for (int k = 0; k < K_NKERNELS; k++)
+    total += kernel_seconds[k];
+  fprintf(out, "HPLSIM_KERNEL_TIME %d %.9g", rank, total);
+  for (int k = 0; k < K_NKERNELS; k++)
+    fprintf(out, " %ld:%.9g", kernel_calls[k], kernel_seconds[k]);
+  fputc('\n', out);
+}

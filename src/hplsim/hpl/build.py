@@ -1,0 +1,167 @@
+"""Build HPL 2.0 twice from the same patched source: emulated (smpicc + our kernel-model
+runtime, no BLAS) and real (mpicc + OpenBLAS). Builds are cached under a key that hashes
+everything that goes into them, so a change of the patch, the runtime or a flag rebuilds,
+and concurrent builders never see a half-built binary (build in a temp dir, then rename)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from hplsim.errors import HplsimError
+from hplsim.hpl import source
+from hplsim.paths import cache_dir, csrc_dir
+
+PATCH = "hpl-patch/hpl-2.0-hplsim.patch"
+DRIVER = "hpl-driver/hplsim_driver.c"
+RUNTIME_DIR = "kernel-models"
+RUNTIME_SOURCES = ("runtime.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c")
+SAMPLER_SOURCES = ("sampler.c", "model.c", "rng.c")
+
+# HPL's own kernels that the runtime replaces in the emulated binary.
+MODELLED_HPL_FILES = {
+    "src/auxil/HPL_dlacpy.c",
+    "src/auxil/HPL_dlatcpy.c",
+    *(f"src/pauxil/HPL_dlaswp{v}.c" for v in
+      ("00N", "10N", "01N", "01T", "02N", "03N", "03T", "04N", "04T", "05N", "05T", "06N", "06T")),
+}
+
+# Both builds use HPL_NO_MPI_DATATYPE (hence HPL_COPY_L): with derived datatypes SMPI would
+# pack the L panel with real memcpy at every broadcast hop, and the real build follows the
+# same code path so that what is emulated is what is measured.
+COMMON_DEFINES = ("-DHPL_CALL_CBLAS", "-DHPL_NO_MPI_DATATYPE")
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    cc: str
+    cflags: tuple[str, ...]
+    libs: tuple[str, ...]
+    with_runtime: bool
+
+
+EMULATED = Flavor("emulated", "smpicc", ("-O2", *COMMON_DEFINES, "-DHPLSIM_EMULATION"), ("-lm",), True)
+REAL = Flavor("real", "mpicc", ("-O3", *COMMON_DEFINES), ("-lopenblas", "-lm"), False)
+
+
+def _tool_version(cc: str) -> str:
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.splitlines()[0] if out.stdout else ""
+
+
+def _require(cc: str) -> None:
+    if shutil.which(cc) is None:
+        pkg = "libsimgrid-dev" if cc == "smpicc" else "libopenmpi-dev"
+        raise HplsimError(f"{cc} not found: install {pkg} (./bootstrap does)")
+
+
+def _key(flavor: Flavor) -> str:
+    h = hashlib.sha256()
+    h.update(source.SHA256.encode())
+    files = [PATCH, DRIVER]
+    if flavor.with_runtime:
+        files += [f"{RUNTIME_DIR}/{f}" for f in (*RUNTIME_SOURCES, "sampler.c", "hplsim_runtime.h", "model.h", "rng.h")]
+    for rel in files:
+        h.update(rel.encode())
+        h.update((csrc_dir() / rel).read_bytes())
+    h.update(repr((flavor, _tool_version(flavor.cc))).encode())
+    return h.hexdigest()[:16]
+
+
+def _run(argv: list[str], cwd: Path) -> None:
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        raise HplsimError(f"build step failed: {' '.join(argv[:3])} …: {detail[-1] if detail else 'no output'}")
+
+
+def _compile_all(jobs: list[tuple[list[str], Path]]) -> None:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for fut in [pool.submit(_run, argv, cwd) for argv, cwd in jobs]:
+            fut.result()
+
+
+def _build(flavor: Flavor, dest: Path) -> None:
+    _require(flavor.cc)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{flavor.name}-") as tmp:
+        work = Path(tmp)
+        hpl = source.extract_hpl(work / "hpl")
+        _run(["patch", "-p1", "--quiet", "-i", str(csrc_dir() / PATCH)], cwd=hpl)
+        sources = sorted(
+            p for p in [*hpl.glob("src/*/*.c"), *hpl.glob("testing/*/*.c")]
+            if not (flavor.with_runtime and str(p.relative_to(hpl)) in MODELLED_HPL_FILES)
+        )
+        sources.append(csrc_dir() / DRIVER)
+        include = ["-I", str(hpl / "include")]
+        if flavor.with_runtime:
+            runtime = csrc_dir() / RUNTIME_DIR
+            include += ["-I", str(runtime)]
+            sources += [runtime / f for f in RUNTIME_SOURCES]
+        objdir = work / "obj"
+        objdir.mkdir()
+        jobs, objects = [], []
+        for i, src in enumerate(sources):
+            obj = objdir / f"{i:03d}_{src.stem}.o"
+            objects.append(str(obj))
+            jobs.append(([flavor.cc, *flavor.cflags, *include, "-c", str(src), "-o", str(obj)], work))
+        _compile_all(jobs)
+        out = work / "out"
+        out.mkdir()
+        _run([flavor.cc, "-o", str(out / "xhpl"), *objects, *flavor.libs], cwd=work)
+        if flavor.with_runtime:
+            runtime = csrc_dir() / RUNTIME_DIR
+            _run(["cc", "-O2", "-I", str(runtime), "-o", str(out / "hplsim-model-sampler"),
+                  *[str(runtime / f) for f in SAMPLER_SOURCES], "-lm"], cwd=work)
+        try:
+            out.rename(dest)
+        except OSError:
+            if not (dest / "xhpl").exists():  # a concurrent builder won the race otherwise
+                raise
+
+
+def hpl_binary(flavor: Flavor = EMULATED, quiet: bool = False) -> Path:
+    """Path of the (cached) xhpl of `flavor`, building it first if needed."""
+    dest = cache_dir() / "builds" / f"hpl-{flavor.name}-{_key(flavor)}"
+    binary = dest / "xhpl"
+    if not binary.exists():
+        if not quiet:
+            click.echo(f"hplsim: building the {flavor.name} HPL (once) …", err=True)
+        _build(flavor, dest)
+    return binary
+
+
+def sampler_binary() -> Path:
+    return hpl_binary(EMULATED, quiet=True).parent / "hplsim-model-sampler"
+
+
+@click.command("build")
+@click.option("--only", type=click.Choice(["emulated", "real", "calibration"]), multiple=True,
+              help="Build only these (default: all).")
+def build_command(only: tuple[str, ...]) -> None:
+    """Build (or find in the cache) the emulated HPL, the real HPL and the calibration tools."""
+    wanted = set(only) or {"emulated", "real", "calibration"}
+    if "emulated" in wanted:
+        click.echo(f"emulated HPL: {hpl_binary(EMULATED)}")
+    if "real" in wanted:
+        click.echo(f"real HPL:     {hpl_binary(REAL)}")
+    if "calibration" in wanted:
+        try:
+            from hplsim.calibrate.tools import build_calibration_tools
+        except ImportError:
+            click.echo("calibration tools: not available in this version", err=True)
+        else:
+            for name, path in build_calibration_tools().items():
+                click.echo(f"{name}: {path}")

@@ -1,0 +1,288 @@
+"""Platforms: a small YAML spec (format in docs/formats/platform.md) or an existing SimGrid
+XML file, resolved into what a run needs: the XML, the host of every rank slot and the
+SMPI configuration.
+
+One reader (`load_platform`) and one writer (`PlatformSpec.to_xml`) for the spec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+from xml.sax.saxutils import quoteattr
+
+import yaml
+
+from hplsim.errors import HplsimError
+
+FORMAT_NAME = "hplsim-platform"
+SHARING_POLICIES = ("SHARED", "SPLITDUPLEX", "FATPIPE")
+TOPOLOGIES = ("star", "fat-tree")
+PLACEMENTS = ("block", "cyclic")
+
+_UNIT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_BW_UNITS = {"Bps": 1.0, "kBps": 1e3, "KBps": 1e3, "MBps": 1e6, "GBps": 1e9, "TBps": 1e12,
+             "KiBps": 2**10, "MiBps": 2**20, "GiBps": 2**30, "TiBps": 2**40,
+             "bps": 0.125, "kbps": 125.0, "Kbps": 125.0, "Mbps": 1.25e5, "Gbps": 1.25e8, "Tbps": 1.25e11}
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0, "h": 3600.0}
+
+
+def parse_quantity(value: Any, units: dict[str, float], what: str) -> float:
+    """``"12.5GBps"`` -> 1.25e10 (bytes/s), ``"1us"`` -> 1e-6 (s); bare numbers are SI base units."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number, unit = float(value), ""
+    else:
+        m = _UNIT_RE.match(str(value))
+        if not m:
+            raise HplsimError(f"platform: {what} {value!r} is not a quantity like 12.5GBps or 1us")
+        number, unit = float(m.group(1)), m.group(2)
+    if unit and unit not in units:
+        raise HplsimError(f"platform: unknown unit {unit!r} in {what} {value!r} (known: {', '.join(units)})")
+    result = number * units.get(unit, 1.0)
+    if not math.isfinite(result) or result < 0:
+        raise HplsimError(f"platform: {what} must be a non-negative quantity, got {value!r}")
+    return result
+
+
+def bandwidth(value: Any, what: str) -> float:
+    return parse_quantity(value, _BW_UNITS, what)
+
+
+def duration(value: Any, what: str) -> float:
+    return parse_quantity(value, _TIME_UNITS, what)
+
+
+@dataclass
+class Platform:
+    """A platform ready to run on: SimGrid XML text, the host of each rank slot (rank i
+    runs on ``slots[i]``), SMPI options to pass on the command line, and a label."""
+
+    xml: str
+    slots: list[str]
+    config: dict[str, str] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(dict.fromkeys(self.slots))
+
+    def digest(self) -> str:
+        h = hashlib.sha256(self.xml.encode())
+        h.update("\n".join(self.slots).encode())
+        h.update(repr(sorted(self.config.items())).encode())
+        return h.hexdigest()
+
+
+@dataclass
+class PlatformSpec:
+    nodes: int
+    cores_per_node: int = 1
+    ranks_per_node: int | None = None
+    placement: str = "block"
+    host_prefix: str = "node-"
+    host_suffix: str = ""
+    topology: str = "star"
+    bandwidth: float = 12.5e9
+    latency: float = 1e-6
+    sharing_policy: str = "SHARED"
+    loopback_bandwidth: float | None = None
+    loopback_latency: float | None = None
+    backbone_bandwidth: float | None = None
+    backbone_latency: float | None = None
+    limiter_bandwidth: float | None = None
+    fat_tree: str | None = None
+    smpi: dict[str, str] = field(default_factory=dict)
+    name: str = "cluster"
+
+    def host_names(self) -> list[str]:
+        return [f"{self.host_prefix}{i}{self.host_suffix}" for i in range(self.nodes)]
+
+    def slots(self) -> list[str]:
+        per = self.ranks_per_node or self.cores_per_node
+        hosts = self.host_names()
+        if self.placement == "block":
+            return [h for h in hosts for _ in range(per)]
+        return [hosts[i % len(hosts)] for i in range(per * len(hosts))]
+
+    def to_xml(self) -> str:
+        attrs = {
+            "id": self.name,
+            "prefix": self.host_prefix,
+            "suffix": self.host_suffix,
+            "radical": f"0-{self.nodes - 1}",
+            "speed": "1Gf",  # kernel durations are injected in seconds: speed cancels out
+            "core": str(self.cores_per_node),
+            "bw": f"{self.bandwidth!r}Bps",
+            "lat": f"{self.latency!r}s",
+            "sharing_policy": self.sharing_policy,
+        }
+        if self.loopback_bandwidth is not None:
+            attrs["loopback_bw"] = f"{self.loopback_bandwidth!r}Bps"
+        if self.loopback_latency is not None:
+            attrs["loopback_lat"] = f"{self.loopback_latency!r}s"
+        if self.backbone_bandwidth is not None:
+            attrs["bb_bw"] = f"{self.backbone_bandwidth!r}Bps"
+            attrs["bb_lat"] = f"{(self.backbone_latency or 0.0)!r}s"
+        if self.limiter_bandwidth is not None:
+            attrs["limiter_link"] = f"{self.limiter_bandwidth!r}Bps"
+        if self.topology == "fat-tree":
+            attrs["topology"] = "FAT_TREE"
+            attrs["topo_parameters"] = str(self.fat_tree)
+        cluster = "    <cluster " + " ".join(f"{k}={quoteattr(v)}" for k, v in attrs.items()) + "/>"
+        lines = [
+            '<?xml version="1.0"?>',
+            '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">',
+            '<platform version="4.1">',
+        ]
+        if self.smpi:
+            lines.append('  <config id="General">')
+            lines += [f"    <prop id={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in self.smpi.items()]
+            lines.append("  </config>")
+        lines += ['  <zone id="world" routing="Full">', cluster, "  </zone>", "</platform>"]
+        return "\n".join(lines) + "\n"
+
+    def platform(self, label: str = "") -> Platform:
+        return Platform(self.to_xml(), self.slots(), {}, label or self.name)
+
+
+_SPEC_FIELDS = {
+    "format", "version", "name", "nodes", "cores_per_node", "ranks_per_node", "placement",
+    "host_prefix", "host_suffix", "network", "smpi",
+}
+_NETWORK_FIELDS = {
+    "topology", "bandwidth", "latency", "sharing_policy", "loopback_bandwidth", "loopback_latency",
+    "backbone_bandwidth", "backbone_latency", "limiter_bandwidth", "fat_tree",
+}
+
+
+def _positive_int(doc: Mapping, key: str, default: int | None = None) -> int | None:
+    value = doc.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise HplsimError(f"platform: {key} must be a positive integer, got {value!r}")
+    return value
+
+
+def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
+    if not isinstance(doc, Mapping):
+        raise HplsimError(f"platform spec {source}: top level must be a mapping")
+    if doc.get("format", FORMAT_NAME) != FORMAT_NAME:
+        raise HplsimError(f"platform spec {source}: 'format' must be {FORMAT_NAME!r}")
+    unknown = set(doc) - _SPEC_FIELDS
+    if unknown:
+        raise HplsimError(f"platform spec {source}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    if "nodes" not in doc:
+        raise HplsimError(f"platform spec {source}: 'nodes' is required")
+    net = doc.get("network") or {}
+    if not isinstance(net, Mapping):
+        raise HplsimError(f"platform spec {source}: 'network' must be a mapping")
+    unknown = set(net) - _NETWORK_FIELDS
+    if unknown:
+        raise HplsimError(f"platform spec {source}: unknown network field(s) {', '.join(sorted(map(str, unknown))) }")
+    topology = net.get("topology", "star")
+    if topology not in TOPOLOGIES:
+        raise HplsimError(f"platform spec {source}: topology must be one of {', '.join(TOPOLOGIES)}")
+    if topology == "fat-tree" and not net.get("fat_tree"):
+        raise HplsimError(f"platform spec {source}: a fat-tree needs 'fat_tree' (SimGrid topo_parameters)")
+    policy = str(net.get("sharing_policy", "SHARED")).upper()
+    if policy not in SHARING_POLICIES:
+        raise HplsimError(f"platform spec {source}: sharing_policy must be one of {', '.join(SHARING_POLICIES)}")
+    placement = doc.get("placement", "block")
+    if placement not in PLACEMENTS:
+        raise HplsimError(f"platform spec {source}: placement must be one of {', '.join(PLACEMENTS)}")
+    smpi = doc.get("smpi") or {}
+    if not isinstance(smpi, Mapping):
+        raise HplsimError(f"platform spec {source}: 'smpi' must be a mapping of SimGrid options")
+
+    def opt(key: str, conv) -> float | None:
+        return conv(net[key], key) if net.get(key) is not None else None
+
+    spec = PlatformSpec(
+        nodes=_positive_int(doc, "nodes"),
+        cores_per_node=_positive_int(doc, "cores_per_node", 1),
+        ranks_per_node=_positive_int(doc, "ranks_per_node"),
+        placement=placement,
+        host_prefix=str(doc.get("host_prefix", "node-")),
+        host_suffix=str(doc.get("host_suffix", "")),
+        topology=topology,
+        bandwidth=bandwidth(net.get("bandwidth", "12.5GBps"), "bandwidth"),
+        latency=duration(net.get("latency", "1us"), "latency"),
+        sharing_policy=policy,
+        loopback_bandwidth=opt("loopback_bandwidth", bandwidth),
+        loopback_latency=opt("loopback_latency", duration),
+        backbone_bandwidth=opt("backbone_bandwidth", bandwidth),
+        backbone_latency=opt("backbone_latency", duration),
+        limiter_bandwidth=opt("limiter_bandwidth", bandwidth),
+        fat_tree=str(net["fat_tree"]) if net.get("fat_tree") else None,
+        smpi={str(k): str(v) for k, v in smpi.items()},
+        name=str(doc.get("name", "cluster")),
+    )
+    if spec.bandwidth <= 0:
+        raise HplsimError(f"platform spec {source}: bandwidth must be positive")
+    return spec
+
+
+# ------------------------------------------------------------------ existing SimGrid XML
+
+
+def _expand_radical(radical: str) -> list[str]:
+    out: list[str] = []
+    for part in radical.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            out += [str(i) for i in range(int(lo), int(hi) + 1)]
+        elif part:
+            out.append(part)
+    return out
+
+
+def xml_hosts(xml_text: str, source: str) -> list[tuple[str, int]]:
+    """(host name, core count) of every host of a SimGrid platform, in file order."""
+    try:
+        # SimGrid files carry a DOCTYPE that ElementTree does not resolve: drop it.
+        root = ET.fromstring(re.sub(r"<!DOCTYPE[^>]*>", "", xml_text, count=1))
+    except ET.ParseError as exc:
+        raise HplsimError(f"platform {source}: not valid XML ({exc})") from None
+    hosts: list[tuple[str, int]] = []
+    for el in root.iter():
+        if el.tag == "host":
+            hosts.append((el.get("id", ""), int(el.get("core", "1"))))
+        elif el.tag in ("cluster", "cabinet"):
+            cores = int(el.get("core", "1"))
+            for r in _expand_radical(el.get("radical", "")):
+                hosts.append((f"{el.get('prefix', '')}{r}{el.get('suffix', '')}", cores))
+    if not hosts:
+        raise HplsimError(f"platform {source}: no host found")
+    return hosts
+
+
+def platform_from_xml(xml_text: str, source: str, ranks_per_host: int | None = None) -> Platform:
+    hosts = xml_hosts(xml_text, source)
+    slots = [name for name, cores in hosts for _ in range(ranks_per_host or cores)]
+    return Platform(xml_text, slots, {}, Path(source).name)
+
+
+def load_platform(path: Path, ranks_per_host: int | None = None) -> Platform:
+    """A platform from a YAML spec or a SimGrid XML file (decided by content)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise HplsimError(f"cannot read platform file {path}: {exc.strerror}") from None
+    if text.lstrip().startswith("<"):
+        return platform_from_xml(text, str(path), ranks_per_host)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise HplsimError(f"platform spec {path}: not valid YAML") from None
+    spec = spec_from_dict(doc, str(path))
+    if ranks_per_host is not None:
+        spec.ranks_per_node = ranks_per_host
+    return spec.platform(path.stem)

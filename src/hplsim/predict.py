@@ -1,0 +1,276 @@
+"""The predict stage: run HPL's own code under SMPI with kernels replaced by time models.
+
+`predict` runs one configuration per simulation (so a configuration's result never
+depends on which others were asked for), in a fresh directory holding the platform XML,
+the hostfile, HPL.dat and the model table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from hplsim import __version__
+from hplsim.emulate.smpirun import run_smpirun
+from hplsim.errors import HplsimError
+from hplsim.hpl.build import EMULATED, hpl_binary
+from hplsim.hpl.config import HplConfig, HplParams
+from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
+from hplsim.models.modelfile import ModelFile, load_model, write_runtime_table
+from hplsim.platform.spec import Platform, load_platform
+from hplsim.presets import DEFAULT, PRESETS, get_preset
+
+DEFAULT_TIMEOUT_S = 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A loaded model file and what identifies it in results."""
+
+    model: ModelFile
+    label: str
+    digest: str
+
+    @classmethod
+    def from_path(cls, path: Path, label: str | None = None) -> "ModelSource":
+        path = Path(path)
+        model = load_model(path)
+        return cls(model, label or str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+@dataclass(frozen=True)
+class Prediction:
+    config: HplConfig
+    seed: int
+    gflops: float
+    time_s: float
+    sim_wall_s: float
+    sim_memory_bytes: int
+    platform: str
+    platform_digest: str
+    model: str
+    model_digest: str
+
+    def to_dict(self) -> dict:
+        return {
+            **self.config.as_dict(),
+            "label": self.config.label(),
+            "seed": self.seed,
+            "gflops": self.gflops,
+            "time_s": self.time_s,
+            "sim_wall_s": self.sim_wall_s,
+            "sim_memory_bytes": self.sim_memory_bytes,
+            "platform": self.platform,
+            "platform_digest": self.platform_digest,
+            "model": self.model,
+            "model_digest": self.model_digest,
+            "hplsim_version": __version__,
+        }
+
+
+def check_inputs(config: HplConfig, platform: Platform, model: ModelFile) -> list[str]:
+    """Refuse what cannot run, before anything runs. Returns the hosts of the used slots."""
+    if config.ranks > len(platform.slots):
+        raise HplsimError(
+            f"P x Q = {config.p} x {config.q} = {config.ranks} ranks, but the platform "
+            f"{platform.label or ''} has only {len(platform.slots)} rank slots"
+        )
+    used = platform.slots[: config.ranks]
+    model.check_hosts(used)
+    if model.hosts and not set(model.hosts) & set(platform.hosts):
+        example = next(iter(model.hosts))
+        raise HplsimError(
+            f"none of the model's hosts (e.g. {example}) is a host of the platform (e.g. {platform.hosts[0]}): "
+            "host names must match exactly"
+        )
+    return used
+
+
+def _parse_result(stdout: str, config: HplConfig) -> tuple[float, float]:
+    for line in stdout.splitlines():
+        if line.startswith("HPLSIM_RESULT "):
+            _, label, n, nb, p, q, time_s, gflops = line.split()
+            if (int(n), int(nb), int(p), int(q)) != (config.n, config.nb, config.p, config.q):
+                raise HplsimError(f"simulation reported another configuration than asked: {line}")
+            return float(time_s), float(gflops)
+    raise HplsimError("simulation finished without a result line (see HPL's output with --keep DIR)")
+
+
+def predict(
+    config: HplConfig,
+    platform: Platform,
+    model: ModelSource,
+    seed: int = 0,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    keep_dir: Path | None = None,
+) -> Prediction:
+    used = check_inputs(config, platform, model.model)
+    binary = hpl_binary(EMULATED)
+    with tempfile.TemporaryDirectory(prefix="hplsim-run-") as tmp:
+        work = Path(keep_dir) if keep_dir else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "platform.xml").write_text(platform.xml)
+        (work / "hostfile").write_text("\n".join(used) + "\n")
+        write_runtime_table(model.model, used, work / "model.table")
+        # A negative threshold: HPL skips its residual check (the emulation computes nothing).
+        write_hpl_dat(HplParams.from_config(config, threshold=-1.0), work / "HPL.dat")
+        out = run_smpirun(
+            binary, ["model.table", str(seed)], work, work / "platform.xml", work / "hostfile",
+            config.ranks, platform.config, timeout,
+        )
+        if keep_dir:
+            (work / "stdout.txt").write_text(out.stdout)
+            (work / "stderr.txt").write_text(out.stderr)
+    time_s, gflops = _parse_result(out.stdout, config)
+    return Prediction(
+        config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
+        platform.label, platform.digest(), model.label, model.digest,
+    )
+
+
+# ------------------------------------------------------------------------------- CLI
+
+
+class IntList(click.ParamType):
+    """``4000`` or ``2000,4000,8000``."""
+
+    name = "int-list"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            items = tuple(int(v) for v in str(value).split(",") if v.strip())
+        except ValueError:
+            self.fail(f"{value!r} is not an integer or a comma-separated list of integers", param, ctx)
+        if not items:
+            self.fail("empty list", param, ctx)
+        return items
+
+
+INTS = IntList()
+EXAMPLE = dict(n=20000, p=8, q=8)  # the built-in example's size (see README)
+
+
+def _params_from_options(base: HplParams | None, opts: dict) -> HplParams:
+    if base is None:
+        if opts["n"] is None:
+            raise HplsimError("give the problem size with -N (or an HPL.dat with --hpl-dat, or --preset)")
+        base = HplParams(ns=opts["n"])
+    changes = {}
+    for key, field in (("n", "ns"), ("nb", "nbs"), ("pfact", "pfacts"), ("rfact", "rfacts"), ("nbmin", "nbmins"),
+                       ("ndiv", "ndivs"), ("bcast", "bcasts"), ("depth", "depths")):
+        if opts[key] is not None:
+            changes[field] = opts[key]
+    if opts["p"] is not None or opts["q"] is not None:
+        ps = opts["p"] or tuple(p for p, _ in base.grids)
+        qs = opts["q"] or tuple(q for _, q in base.grids)
+        if len(ps) != len(qs):
+            raise HplsimError(f"-P and -Q must list as many values ({len(ps)} vs {len(qs)})")
+        changes["grids"] = tuple(zip(ps, qs))
+    for key in ("swap", "pmap"):
+        if opts[key] is not None:
+            changes[key] = opts[key]
+    if opts["swap_threshold"] is not None:
+        changes["swap_threshold"] = opts["swap_threshold"]
+    return base.replace(**changes)
+
+
+def _format_table(preds: list[Prediction]) -> str:
+    head = (f"{'T/V':<10}{'N':>9}{'NB':>6}{'P':>5}{'Q':>5}{'Time (s)':>14}{'Gflops':>14}"
+            f"{'sim wall (s)':>14}{'sim mem (MB)':>14}")
+    lines = [head, "-" * len(head)]
+    for p in preds:
+        c = p.config
+        lines.append(
+            f"{c.label():<10}{c.n:>9}{c.nb:>6}{c.p:>5}{c.q:>5}{p.time_s:>14.4f}{p.gflops:>14.6g}"
+            f"{p.sim_wall_s:>14.2f}{p.sim_memory_bytes / 1e6:>14.1f}"
+        )
+    return "\n".join(lines)
+
+
+@click.command("predict")
+@click.option("-N", "n", type=INTS, help="Problem size(s) N, e.g. 20000 or 10000,20000.")
+@click.option("--nb", type=INTS, help="Block size(s) NB.")
+@click.option("-P", "p", type=INTS, help="Process rows (paired with -Q like HPL.dat's Ps/Qs).")
+@click.option("-Q", "q", type=INTS, help="Process columns.")
+@click.option("--pfact", type=INTS, help="Panel factorization(s): 0 left, 1 Crout, 2 right.")
+@click.option("--rfact", type=INTS, help="Recursive factorization(s): 0 left, 1 Crout, 2 right.")
+@click.option("--nbmin", type=INTS, help="Recursion stopping size(s) NBMIN.")
+@click.option("--ndiv", type=INTS, help="Panels in recursion NDIV.")
+@click.option("--bcast", type=INTS, help="Broadcast(s): 0 1ring, 1 1ringM, 2 2ring, 3 2ringM, 4 long, 5 longM.")
+@click.option("--depth", type=INTS, help="Look-ahead depth(s).")
+@click.option("--swap", type=int, help="Swap: 0 binary-exchange, 1 spread-roll, 2 mix.")
+@click.option("--swap-threshold", type=int, help="Column threshold of the mixed swap.")
+@click.option("--pmap", type=int, help="Process mapping: 0 row-major, 1 column-major.")
+@click.option("--hpl-dat", type=click.Path(path_type=Path), help="Read the HPL parameters (all lists) from an HPL.dat.")
+@click.option("--platform", "platform_path", type=click.Path(path_type=Path),
+              help="Platform: YAML spec or SimGrid XML (default: the built-in Dahu platform).")
+@click.option("--ranks-per-host", type=int, help="Rank slots per host of an XML platform (default: its cores).")
+@click.option("--model", "model_path", type=click.Path(path_type=Path),
+              help="Model file (default: the built-in Dahu models).")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), help="A built-in platform + model + HPL parameters.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw (noise, pivots).")
+@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True,
+              help="Kill a simulation running longer than this (seconds).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per configuration.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Also write the JSON results to this file.")
+@click.option("--keep", type=click.Path(path_type=Path), help="Keep the run directory (inputs, HPL output) here.")
+def predict_command(**opts) -> None:
+    """Predict HPL's Gflops on a simulated platform by emulating HPL under SimGrid/SMPI.
+
+    With no option at all, runs the built-in example: HPL on 64 ranks (2 Dahu nodes),
+    N=20,000, with the published Dahu models.
+    """
+    hpl_opts = ("n", "nb", "p", "q", "pfact", "rfact", "nbmin", "ndiv", "bcast", "depth", "swap",
+                "swap_threshold", "pmap", "hpl_dat")
+    example = all(opts[k] is None for k in (*hpl_opts, "preset", "platform_path", "model_path"))
+    preset = get_preset(opts["preset"]) if opts["preset"] else None
+
+    if example:
+        click.echo(f"hplsim: no parameters given: running the built-in example "
+                   f"(Dahu platform and models, N={EXAMPLE['n']}, P x Q = {EXAMPLE['p']} x {EXAMPLE['q']})",
+                   err=True)
+        config = DEFAULT.config(EXAMPLE["n"])
+        params = HplParams.from_config(HplConfig(**{**config.as_dict(), "p": EXAMPLE["p"], "q": EXAMPLE["q"]}))
+    else:
+        base = read_hpl_dat(opts["hpl_dat"]) if opts["hpl_dat"] else None
+        if base is None and preset is not None:
+            if opts["n"] is None:
+                raise HplsimError(f"--preset {preset.name} needs the problem size -N")
+            base = HplParams.from_config(preset.config(opts["n"][0])).replace(ns=opts["n"])
+        params = _params_from_options(base, opts)
+
+    source = preset or DEFAULT
+    platform = load_platform(opts["platform_path"] or source.platform,
+                             opts["ranks_per_host"] or (None if opts["platform_path"] else source.ranks_per_host))
+    if opts["platform_path"] is None:
+        platform.label = f"builtin:{source.name}"
+    model = (ModelSource.from_path(opts["model_path"]) if opts["model_path"]
+             else ModelSource.from_path(source.model, f"builtin:{source.name}"))
+    configs = params.configs()
+    for c in configs:  # refuse impossible combinations before the first simulation
+        check_inputs(c, platform, model.model)
+
+    preds = []
+    for i, config in enumerate(configs):
+        keep = (opts["keep"] / f"{i:03d}-{config.label()}-{config.n}") if opts["keep"] else None
+        preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep))
+    doc = [p.to_dict() for p in preds]
+    if opts["output"]:
+        tmp = opts["output"].with_name(f".{opts['output'].name}.tmp")
+        tmp.write_text(json.dumps(doc, indent=2) + "\n")
+        tmp.replace(opts["output"])
+    if opts["as_json"]:
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        click.echo(_format_table(preds))
+        click.echo(f"platform: {platform.label}; model: {model.label}; seed: {opts['seed']}")
+
