@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from hplsim import __version__
+from hplsim.emulate.memory import check_mapping_budget, folding_config
 from hplsim.emulate.smpirun import run_smpirun
 from hplsim.errors import HplsimError
 from hplsim.hpl.build import EMULATED, hpl_binary
@@ -83,13 +84,17 @@ def check_inputs(config: HplConfig, platform: Platform, model: ModelFile) -> lis
         )
     used = platform.slots[: config.ranks]
     model.check_hosts(used)
-    if model.hosts and not set(model.hosts) & set(platform.hosts):
-        example = next(iter(model.hosts))
-        raise HplsimError(
-            f"none of the model's hosts (e.g. {example}) is a host of the platform (e.g. {platform.hosts[0]}): "
-            "host names must match exactly"
-        )
     return used
+
+
+def host_mismatch_warning(platform: Platform, model: ModelFile) -> str | None:
+    """A model with per-host entries none of which is a platform host is most likely a
+    naming mismatch (e.g. ``dahu-0`` vs ``dahu-0.grid5000.fr``): every rank would silently
+    use the default entry. Say so."""
+    if model.hosts and not set(model.hosts) & set(platform.hosts):
+        return (f"none of the model's {len(model.hosts)} hosts (e.g. {next(iter(model.hosts))}) is a host of "
+                f"the platform (e.g. {platform.hosts[0]}): every rank uses the model's default entry")
+    return None
 
 
 def _parse_result(stdout: str, config: HplConfig) -> tuple[float, float]:
@@ -111,9 +116,11 @@ def predict(
     keep_dir: Path | None = None,
 ) -> Prediction:
     used = check_inputs(config, platform, model.model)
+    folding = folding_config()
+    check_mapping_budget(config, folding)
     binary = hpl_binary(EMULATED)
     with tempfile.TemporaryDirectory(prefix="hplsim-run-") as tmp:
-        work = Path(keep_dir) if keep_dir else Path(tmp)
+        work = Path(keep_dir).resolve() if keep_dir else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         (work / "platform.xml").write_text(platform.xml)
         (work / "hostfile").write_text("\n".join(used) + "\n")
@@ -122,7 +129,7 @@ def predict(
         write_hpl_dat(HplParams.from_config(config, threshold=-1.0), work / "HPL.dat")
         out = run_smpirun(
             binary, ["model.table", str(seed)], work, work / "platform.xml", work / "hostfile",
-            config.ranks, platform.config, timeout,
+            config.ranks, {**folding, **platform.config}, timeout,
         )
         if keep_dir:
             (work / "stdout.txt").write_text(out.stdout)
@@ -257,6 +264,9 @@ def predict_command(**opts) -> None:
     configs = params.configs()
     for c in configs:  # refuse impossible combinations before the first simulation
         check_inputs(c, platform, model.model)
+    warning = host_mismatch_warning(platform, model.model)
+    if warning:
+        click.echo(f"hplsim: warning: {warning}", err=True)
 
     preds = []
     for i, config in enumerate(configs):

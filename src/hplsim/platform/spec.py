@@ -150,6 +150,25 @@ class PlatformSpec:
         return Platform(self.to_xml(), self.slots(), {}, label or self.name)
 
 
+# SimGrid crashes (segfault) on a malformed piecewise option: check them here.
+_PIECEWISE_ARITY = {"smpi/bw-factor": 2, "smpi/lat-factor": 2, "smpi/os": 3, "smpi/or": 3, "smpi/ois": 3}
+
+
+def check_smpi_option(key: str, value: str, source: str) -> None:
+    arity = _PIECEWISE_ARITY.get(key)
+    if arity is None:
+        return
+    shape = "size:factor" if arity == 2 else "size:offset:per_byte"
+    for entry in value.split(";"):
+        parts = entry.split(":")
+        try:
+            ok = len(parts) == arity and all(math.isfinite(float(x)) for x in parts)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise HplsimError(f"platform {source}: {key} must be a ';'-separated list of {shape}, got {value!r}")
+
+
 _SPEC_FIELDS = {
     "format", "version", "name", "nodes", "cores_per_node", "ranks_per_node", "placement",
     "host_prefix", "host_suffix", "network", "smpi",
@@ -199,6 +218,9 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
     smpi = doc.get("smpi") or {}
     if not isinstance(smpi, Mapping):
         raise HplsimError(f"platform spec {source}: 'smpi' must be a mapping of SimGrid options")
+
+    for key, value in smpi.items():
+        check_smpi_option(str(key), str(value), source)
 
     def opt(key: str, conv) -> float | None:
         return conv(net[key], key) if net.get(key) is not None else None

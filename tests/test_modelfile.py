@@ -1,0 +1,146 @@
+"""The model file: strict reading, exact round trip, and the C runtime drawing the same
+law as the Python `KernelModel.sample` (checked on real draws of the runtime's code)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+import yaml
+from scipy import stats
+
+from hplsim.errors import HplsimError
+from hplsim.hpl.build import sampler_binary
+from hplsim.models.modelfile import (
+    HostModel, KernelModel, ModelFile, Polynomial, load_model, model_from_dict, model_to_dict,
+    parse_term, save_model, write_runtime_table,
+)
+from hplsim.presets import DEFAULT
+
+
+def doc(kernels: dict, **extra) -> dict:
+    return {"format": "hplsim-model", "version": 1, "default": {"kernels": kernels}, **extra}
+
+
+def test_terms():
+    assert parse_term("mnk", ("m", "n", "k")) == (1, 1, 1)
+    assert parse_term("nn", ("n",)) == (2,)
+    assert parse_term("m1*n", ("m0", "m1", "n")) == (0, 1, 1)
+    assert parse_term("intercept", ("m", "n")) == (0, 0)
+    with pytest.raises(ValueError):
+        parse_term("mq", ("m", "n"))
+
+
+def test_round_trip_of_the_shipped_dahu_model(tmp_path):
+    model = load_model(DEFAULT.model)
+    save_model(model, tmp_path / "copy.yaml")
+    assert model_to_dict(load_model(tmp_path / "copy.yaml")) == model_to_dict(model)
+
+
+def test_resolution_cpu_over_host_over_default():
+    model = load_model(DEFAULT.model)
+    host = "dahu-3.grid5000.fr"
+    cpu0, cpu1 = model.resolve(host, 0), model.resolve(host, 1)
+    assert cpu0["dgemm"] is model.hosts[host].cpus[0]["dgemm"]
+    assert cpu1["dgemm"] is model.hosts[host].cpus[1]["dgemm"]
+    assert cpu0["dtrsm"] is model.default.kernels["dtrsm"]
+    assert model.resolve("elsewhere", 0)["dgemm"] is model.default.kernels["dgemm"]
+    assert "dswap" not in cpu0  # "size 0" kernels cost nothing: absent
+
+
+@pytest.mark.parametrize("kernels, message", [
+    ({"dgemm": {"mean": {"mnk": "x"}}}, "not a number"),
+    ({"dgemm": {"mean": {"mnk": -1e-10}}}, "negative coefficient"),
+    ({"dgemm": {"mean": {"intercept": -1e-6, "mnk": 1e-10}}}, "negative coefficient"),
+    ({"dgemm": {"noise": {"family": "none"}}}, "missing coefficients"),
+    ({"dgemm": {"mean": {"mnq": 1.0}}}, "unknown size variable"),
+    ({"dgemmm": {"mean": {"mnk": 1.0}}}, "unknown kernel"),
+    ({"dgemm": {"mean": {"mnk": 1e-10}, "noise": {"family": "cauchy"}}}, "unknown family"),
+    ({"dgemm": {"mean": {"mnk": 1e-10}, "noise": {"family": "normal"}}}, "missing coefficients"),
+    ({"dgemm": {"mean": {"mnk": 1e-10}, "noise": {"family": "mixture", "components": [
+        {"weight": 0.5, "sigma": {"intercept": 1e-6}}]}}}, "weights sum to 0.5"),
+    ({"dgemm": {"mean": {"mnk": float("nan")}}}, "not finite"),
+])
+def test_invalid_models_are_refused_with_the_field_path(kernels, message):
+    with pytest.raises(HplsimError, match=message):
+        model_from_dict(doc(kernels), "m.yaml")
+
+
+def test_cross_terms_may_be_negative():
+    model = model_from_dict(doc({"dgemm": {"mean": {"intercept": 1e-6, "mnk": 7e-11, "mn": -5e-10}}}))
+    assert model.default.kernels["dgemm"].mean.to_mapping()["mn"] == -5e-10
+
+
+def test_not_yaml_and_wrong_format(tmp_path):
+    (tmp_path / "a.yaml").write_text("default: [unclosed")
+    with pytest.raises(HplsimError, match="not valid YAML"):
+        load_model(tmp_path / "a.yaml")
+    with pytest.raises(HplsimError, match="'format' must be"):
+        model_from_dict({"version": 1, "default": {}})
+
+
+def _c_draws(model: ModelFile, kernel: str, sizes: tuple, count: int, tmp_path, host="h", local=0, seed=5):
+    table = tmp_path / "t.table"
+    write_runtime_table(model, [host], table)
+    out = subprocess.run(
+        [str(sampler_binary()), str(table), host, str(local), str(seed), "0", kernel,
+         *map(str, sizes), str(count)],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    assert out[0] == "cpu"
+    return int(out[1]), np.array([float(x) for x in out[2:]])
+
+
+@pytest.mark.parametrize("noise", [
+    {"family": "normal", "sigma": {"intercept": 2e-7, "mnk": 1e-12}},
+    {"family": "halfnormal", "sigma": {"intercept": 2e-7, "mnk": 1e-12}},
+    {"family": "mixture", "components": [
+        {"weight": 0.7, "shift": {"intercept": 0.0}, "sigma": {"intercept": 1e-7}},
+        {"weight": 0.3, "shift": {"intercept": 5e-6}, "sigma": {"intercept": 3e-7}}]},
+])
+def test_runtime_draws_follow_the_python_law(noise, tmp_path):
+    model = model_from_dict(doc({"dgemm": {"mean": {"intercept": 1e-5, "mnk": 7e-11}, "noise": noise}}))
+    sizes = (64, 64, 64)
+    cpu, c_draws = _c_draws(model, "dgemm", sizes, 20000, tmp_path)
+    py = model.default.kernels["dgemm"].sample(dict(zip("mnk", sizes)), np.random.default_rng(1))
+    py_draws = model.default.kernels["dgemm"].sample(
+        {"m": np.full(20000, 64), "n": np.full(20000, 64), "k": np.full(20000, 64)}, np.random.default_rng(2))
+    assert np.all(c_draws >= 0)
+    expected = model.default.kernels["dgemm"].predict(dict(zip("mnk", sizes)))
+    assert c_draws.mean() == pytest.approx(float(expected), rel=2e-3)
+    # same distribution: two-sample Kolmogorov-Smirnov between the C and Python draws
+    assert stats.ks_2samp(c_draws, py_draws).pvalue > 1e-3
+    assert py.shape == ()
+
+
+def test_runtime_is_reproducible_and_seed_sensitive(tmp_path):
+    model = load_model(DEFAULT.model)
+    _, a = _c_draws(model, "dgemm", (128, 128, 128), 50, tmp_path, host="dahu-1.grid5000.fr", seed=9)
+    _, b = _c_draws(model, "dgemm", (128, 128, 128), 50, tmp_path, host="dahu-1.grid5000.fr", seed=9)
+    _, c = _c_draws(model, "dgemm", (128, 128, 128), 50, tmp_path, host="dahu-1.grid5000.fr", seed=10)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_runtime_picks_the_cpu_of_the_local_rank(tmp_path):
+    model = load_model(DEFAULT.model)
+    host = "dahu-7.grid5000.fr"
+    for local in range(4):
+        cpu, draws = _c_draws(model, "dgemm", (2048, 2048, 128), 4000, tmp_path, host=host, local=local)
+        assert cpu == local % 2
+        expected = model.hosts[host].cpus[local % 2]["dgemm"].predict({"m": 2048, "n": 2048, "k": 128})
+        assert draws.mean() == pytest.approx(float(expected), rel=3e-3)
+    # a host absent from the table uses the default entry
+    _, draws = _c_draws(model, "dgemm", (2048, 2048, 128), 4000, tmp_path, host="other")
+    assert draws.mean() == pytest.approx(float(model.default.kernels["dgemm"].predict(
+        {"m": 2048, "n": 2048, "k": 128})), rel=3e-3)
+
+
+def test_runtime_refuses_an_unknown_host_without_default(tmp_path):
+    model = ModelFile(hosts={"a": HostModel(kernels={"dgemm": KernelModel(
+        "dgemm", Polynomial.from_mapping(("m", "n", "k"), {"mnk": 1e-10}))})})
+    table = tmp_path / "t.table"
+    write_runtime_table(model, ["a"], table)
+    out = subprocess.run([str(sampler_binary()), str(table), "b", "0", "1", "0", "dgemm", "1", "1", "1", "1"],
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "host b is not in the model" in out.stderr

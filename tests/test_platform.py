@@ -1,0 +1,57 @@
+"""Platform specs become SimGrid XML that SimGrid accepts; XML platforms give their hosts."""
+
+from __future__ import annotations
+
+import pytest
+
+from hplsim.errors import HplsimError
+from hplsim.hpl.config import HplConfig
+from hplsim.platform.spec import bandwidth, duration, load_platform, spec_from_dict, xml_hosts
+from hplsim.predict import ModelSource, predict
+from hplsim.presets import DEFAULT
+
+
+def test_units():
+    assert bandwidth("12.5GBps", "bw") == 12.5e9
+    assert bandwidth("100Gbps", "bw") == 12.5e9
+    assert duration("1us", "lat") == 1e-6
+    assert duration(0, "lat") == 0.0
+    with pytest.raises(HplsimError, match="unknown unit"):
+        bandwidth("3 furlongs", "bw")
+
+
+def test_star_and_fat_tree_run_and_place_ranks(tmp_path):
+    model = ModelSource.from_path(DEFAULT.model)
+    config = HplConfig(n=2000, nb=64, p=2, q=4)
+    star = spec_from_dict({"nodes": 4, "cores_per_node": 2, "network": {"loopback_bandwidth": "20GBps"}})
+    assert star.slots()[:4] == ["node-0", "node-0", "node-1", "node-1"]
+    tree = spec_from_dict({"nodes": 8, "network": {"topology": "fat-tree", "fat_tree": "2;4,2;1,2;1,1",
+                                                      "sharing_policy": "FATPIPE"}})
+    assert 'topology="FAT_TREE"' in tree.to_xml()
+    for spec in (star, tree):
+        assert predict(config, spec.platform(), model, seed=1).gflops > 0
+    cyclic = spec_from_dict({"nodes": 2, "cores_per_node": 2, "placement": "cyclic"})
+    assert cyclic.slots() == ["node-0", "node-1", "node-0", "node-1"]
+
+
+@pytest.mark.parametrize("doc, message", [
+    ({"cores_per_node": 2}, "'nodes' is required"),
+    ({"nodes": 0}, "positive integer"),
+    ({"nodes": 2, "network": {"topology": "ring"}}, "topology must be"),
+    ({"nodes": 2, "network": {"topology": "fat-tree"}}, "needs 'fat_tree'"),
+    ({"nodes": 2, "network": {"sharing_policy": "WIDE"}}, "sharing_policy"),
+    ({"nodes": 2, "smpi": {"smpi/bw-factor": "1"}}, "size:factor"),
+    ({"nodes": 2, "smpi": {"smpi/os": "0:1e-6"}}, "size:offset:per_byte"),
+    ({"nodes": 2, "colour": "blue"}, "unknown field"),
+])
+def test_bad_specs(doc, message):
+    with pytest.raises(HplsimError, match=message):
+        spec_from_dict(doc, "p.yaml")
+
+
+def test_published_dahu_xml_hosts():
+    hosts = xml_hosts(DEFAULT.platform.read_text(), "dahu")
+    assert len(hosts) == 32 and hosts[0] == ("dahu-0.grid5000.fr", 32)
+    platform = load_platform(DEFAULT.platform)
+    assert len(platform.slots) == 1024 and platform.slots[31] == platform.slots[0] != platform.slots[32]
+    assert platform.config == {}  # the file's own <config> block carries its SMPI options
