@@ -198,6 +198,24 @@ class ModelFile:
         levels = (self.default, self.hosts.get(host))
         return max([1] + [len(level.cpus) for level in levels if level is not None])
 
+    def without_noise(self) -> "ModelFile":
+        """The deterministic variant: every kernel at its expected duration."""
+
+        def strip(kernels: dict[str, KernelModel]) -> dict[str, KernelModel]:
+            return {
+                k: KernelModel(m.kernel, Polynomial.from_mapping(m.variables, _sum_maps(
+                    m.mean.to_mapping(),
+                    *[{t: c.weight * v for t, v in c.shift.to_mapping().items()} for c in m.components],
+                )))
+                for k, m in kernels.items()
+            }
+
+        def host(h: HostModel | None) -> HostModel | None:
+            return None if h is None else HostModel(strip(h.kernels), [strip(c) for c in h.cpus])
+
+        return ModelFile(host(self.default), {n: host(h) for n, h in self.hosts.items()},
+                         (self.description + " (noise removed)").strip(), self.provenance)
+
     def check_hosts(self, hosts: list[str]) -> None:
         if self.default is None:
             missing = sorted(set(hosts) - set(self.hosts))
@@ -434,10 +452,11 @@ def _kernel_rt(cpu: int, m: KernelModel) -> str:
     return "\n".join([f"kernel {cpu} {m.kernel} {len(comps)}", *comps])
 
 
-def _sum_maps(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = out.get(k, 0.0) + v
+def _sum_maps(*maps: dict[str, float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for m in maps:
+        for k, v in m.items():
+            out[k] = out.get(k, 0.0) + v
     return out
 
 
