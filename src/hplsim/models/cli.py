@@ -1,0 +1,375 @@
+"""``hplsim fit``: measurements (CSV files, calibration archives) -> a model file for
+kernels, or SimGrid network options for a platform spec. See docs/fit.md."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import pandas as pd
+import yaml
+
+from hplsim import __version__
+from hplsim.errors import HplsimError
+from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS
+from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, to_model_file
+from hplsim.models.modelfile import KERNEL_VARIABLES, load_model, save_model
+from hplsim.models.piecewise import MIN_POINTS
+from hplsim.models.readers import DAHU_HOST_FORMAT, Measurements, check_values, read_measurements
+from hplsim.models.selection import CRITERIA, DEFAULT_FOLDS, DEFAULT_TOLERANCE, parse_option
+
+# The built-in Dahu platform's cluster links (src/hplsim/data/dahu/platform.xml): the
+# default reference for bw-factor / lat-factor when no platform is given.
+DEFAULT_BANDWIDTH = "12.5GBps"
+DEFAULT_LATENCY = "0.1us"
+DEFAULT_LINKS = 2
+
+
+def _echo(msg: str = "") -> None:
+    click.echo(msg, err=True)
+
+
+def _fmt(x: Any, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.{digits}g}" if isinstance(x, (float, np.floating)) else str(x)
+
+
+# ------------------------------------------------------------------------- kernels
+
+
+def _kernel_names(meas: Measurements, asked: tuple[str, ...]) -> list[str]:
+    names = [k.strip() for a in asked for k in a.split(",") if k.strip()]
+    for k in names:
+        if k not in KERNEL_VARIABLES:
+            raise HplsimError(f"unknown kernel {k!r} (known: {', '.join(sorted(KERNEL_VARIABLES))})")
+    in_data = sorted({str(k) for k in meas.kernels["kernel"].dropna()})
+    if not names:
+        if not in_data:
+            raise HplsimError("the data do not say which kernel they measured (no 'function' column): "
+                              "name it with --kernel (e.g. --kernel dgemm)")
+        unknown = [k for k in in_data if k not in KERNEL_VARIABLES]
+        if unknown:
+            raise HplsimError(f"unknown kernel(s) in the data: {', '.join(unknown)}")
+        return in_data
+    return names
+
+
+def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
+    calls = meas.kernels
+    kernels = _kernel_names(meas, opts["kernels"])
+    if calls["kernel"].isna().all():
+        if len(kernels) > 1:
+            raise HplsimError("the data do not say which kernel each call is (no 'function' column): give one --kernel")
+        calls = calls.assign(kernel=kernels[0])
+    option = parse_option(opts["option"])
+    fits: list[KernelFits] = []
+    for kernel in kernels:
+        mine = calls[calls["kernel"] == kernel]
+        if mine.empty:
+            found = ", ".join(sorted({str(k) for k in calls["kernel"].dropna()}))
+            raise HplsimError(f"no {kernel} calls in the data (kernels found: {found})")
+        variables = [v for v in KERNEL_VARIABLES[kernel] if v in mine]
+        missing = [v for v in KERNEL_VARIABLES[kernel] if v not in mine]
+        if missing:
+            raise HplsimError(f"{kernel} needs the size column(s) {', '.join(missing)}, absent from the data")
+        check_values(mine, [*variables, "duration"], f"{kernel} calls")
+        _echo(f"{kernel}: {len(mine)} calls" + (" (comparing every option: this takes a while)"
+                                                 if option is None or opts["report"] else ""))
+        kf = fit_kernels(mine, kernel, option=option, per=opts["per"], criterion=opts["criterion"],
+                         tolerance=opts["tolerance"], folds=opts["folds"], seed=opts["seed"],
+                         compare_options=opts["report"] is not None)
+        fits.append(kf)
+        _print_kernel(kf)
+
+    base = load_model(opts["base"]) if opts["base"] else None
+    provenance = {
+        "tool": f"hplsim {__version__} fit",
+        "sources": meas.sources,
+        "host_mapping": opts["host_format_note"],
+        "kernels": {kf.kernel: {"option": f"{kf.option[0]},{kf.option[1]}", "per": kf.per, "why": kf.reason,
+                                "calls": kf.pooled.n} for kf in fits},
+    }
+    if opts["base"]:
+        provenance["base"] = str(opts["base"])
+    model = to_model_file(fits, base, description=f"fitted by hplsim fit from {', '.join(map(_name, meas.sources))}",
+                          provenance=provenance)
+    save_model(model, opts["output"])
+    _echo(f"wrote {opts['output']}")
+    if opts["report"]:
+        _kernel_report(fits, calls, opts["report"])
+    return {"kind": "kernels", "output": str(opts["output"]), "kernels": [_kernel_json(kf) for kf in fits]}
+
+
+def _name(source: str) -> str:
+    return Path(source).name
+
+
+def _print_kernel(kf: KernelFits) -> None:
+    _echo(f"{kf.kernel}: per {kf.per}, model {kf.option[0]},{kf.option[1]} ({kf.reason})")
+    rows = [("all (default)", kf.pooled), *((kf.group_label(k), f) for k, f in kf.groups.items())]
+    cv = {}
+    for name, t in kf.tables.items():
+        row = t[t["option"] == f"{kf.option[0]},{kf.option[1]}"]
+        if not row.empty:
+            cv[name] = row.iloc[0]
+    _echo(f"  {'calls of':<28}{'n':>8}{'R²':>10}{'CV CRPS':>11}{'cover90':>9}  mean")
+    for name, f in rows:
+        c = cv.get(name)
+        crps = _fmt(c["cv_crps"], 3) if c is not None else "-"
+        cover = f"{c['cv_coverage90']:.3f}" if c is not None and pd.notna(c["cv_coverage90"]) else "-"
+        terms = ", ".join(f"{t} {v:.4g}" for t, v in f.coefficients.items())
+        _echo(f"  {name:<28}{f.n:>8}{f.r2:>10.5f}{crps:>11}{cover:>9}  {terms}")
+
+
+def _kernel_json(kf: KernelFits) -> dict[str, Any]:
+    def one(f) -> dict[str, Any]:
+        return {"n": f.n, "r2": f.r2, "mean": f.coefficients, "se": f.se, "dropped": list(f.dropped),
+                "aic": f.aic, "bic": f.bic}
+
+    return {
+        "kernel": kf.kernel, "per": kf.per, "option": f"{kf.option[0]},{kf.option[1]}", "why": kf.reason,
+        "default": one(kf.pooled),
+        "groups": {kf.group_label(k): one(f) for k, f in kf.groups.items()},
+        "selection": {name: _records(t) for name, t in kf.tables.items()},
+    }
+
+
+def _records(t: pd.DataFrame) -> list[dict[str, Any]]:
+    return json.loads(t.to_json(orient="records"))
+
+
+def _kernel_report(fits: list[KernelFits], calls: pd.DataFrame, outdir: Path) -> None:
+    from hplsim.models.plots import kernel_plots
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    lines = ["# hplsim fit: kernel model selection", ""]
+    for kf in fits:
+        frames = [t.assign(group=name) for name, t in kf.tables.items()]
+        if kf.summary is not None:
+            frames.append(kf.summary.assign(group="(sum of groups)" if len(kf.tables) > 1 else "all"))
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        if not table.empty:
+            table.to_csv(outdir / f"{kf.kernel}-selection.csv", index=False)
+        lines += [f"## {kf.kernel}", "", f"Per {kf.per}; chosen model **{kf.option[0]},{kf.option[1]}**: {kf.reason}.", ""]
+        if kf.summary is not None:
+            lines += [_markdown(kf.summary), ""]
+        for p in kernel_plots(kf, calls, outdir):
+            lines.append(f"![{p.stem}]({p.name})")
+        lines.append("")
+    (outdir / "selection.md").write_text("\n".join(lines))
+    _echo(f"wrote the report to {outdir}/ (selection.md, CSV tables, PNG plots)")
+
+
+def _markdown(t: pd.DataFrame) -> str:
+    cols = ["option", "params", "aic", "bic", "r2", "cv_crps", "cv_rmse", "cv_coverage90"]
+    head = "| " + " | ".join(cols) + " |"
+    sep = "|" + "---|" * len(cols)
+    rows = ["| " + " | ".join(_fmt(r[c], 6) for c in cols) + " |" for _, r in t.iterrows()]
+    return "\n".join([head, sep, *rows])
+
+
+# ------------------------------------------------------------------------- network
+
+
+def _link(opts: dict[str, Any]) -> tuple[float, float, str, dict | None]:
+    """(bottleneck bandwidth B/s, route latency s, description, platform spec document)."""
+    from hplsim.platform.spec import bandwidth as parse_bw
+    from hplsim.platform.spec import duration as parse_lat
+    from hplsim.platform.spec import spec_from_dict
+
+    spec_doc = None
+    if opts["platform_path"]:
+        path = opts["platform_path"]
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise HplsimError(f"cannot read platform spec {path}: {exc.strerror}") from None
+        if text.lstrip().startswith("<"):
+            raise HplsimError(f"{path}: --platform needs a YAML platform spec (its smpi block is what gets written), "
+                              "not SimGrid XML")
+        try:
+            spec_doc = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise HplsimError(f"platform spec {path}: not valid YAML") from None
+        spec = spec_from_dict(spec_doc, str(path))
+        bw, lat = spec.bandwidth, spec.latency
+        links = 2
+        route_lat = 2 * lat
+        if spec.backbone_bandwidth is not None:
+            bw = min(bw, spec.backbone_bandwidth)
+            route_lat += spec.backbone_latency or 0.0
+            links = 3
+        if spec.topology != "star":
+            if opts["links"] is None:
+                raise HplsimError(f"{path}: a {spec.topology} route crosses several switches: say how many links "
+                                  "separate two hosts with --links")
+            links = opts["links"]
+            route_lat = links * lat
+        if opts["bandwidth"] is not None or opts["latency"] is not None:
+            raise HplsimError("give either --platform or --bandwidth/--latency, not both")
+        what = f"platform spec {path}: link {bw:.4g} B/s, route latency {route_lat:.4g} s ({links} links)"
+        return bw, route_lat, what, spec_doc
+    bw = parse_bw(opts["bandwidth"] or DEFAULT_BANDWIDTH, "--bandwidth")
+    lat = parse_lat(opts["latency"] or DEFAULT_LATENCY, "--latency")
+    links = opts["links"] if opts["links"] is not None else DEFAULT_LINKS
+    if links < 1:
+        raise HplsimError("--links must be at least 1")
+    if bw <= 0:
+        raise HplsimError("--bandwidth must be positive")
+    default = opts["bandwidth"] is None and opts["latency"] is None
+    what = (f"link {bw:.4g} B/s, latency {lat:.4g} s x {links} links = route latency {links * lat:.4g} s"
+            + (" (the built-in Dahu platform's cluster links: give --bandwidth/--latency or --platform for yours)"
+               if default else ""))
+    return bw, links * lat, what, None
+
+
+def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
+    from hplsim.models.network import fit_network, segments_table, smpi_options
+
+    bw, route_lat, link_note, spec_doc = _link(opts)
+    fit = fit_network(meas.network, cluster=opts["cluster"], joint=not opts["separate_breakpoints"],
+                      min_points=opts["min_points"], noise=opts["network_noise"], seed=opts["seed"])
+    options, notes = smpi_options(fit, bw, route_lat)
+    where = f"cluster {fit.cluster}" if fit.cluster else "the data"
+    kind = "shared by all operations" if fit.joint else "per operation"
+    _echo(f"network of {where}: breakpoints {kind}; factors relative to {link_note}")
+    for op, f in fit.fits.items():
+        bps = ", ".join(f"{b:.0f}" for b in f.breakpoints) or "none"
+        _echo(f"  {op:<9} {fit.n[op]:>6} measurements, {len(f.segments)} segments, breakpoints (B): {bps}")
+    for r in fit.threshold_reasons:
+        _echo(f"  {r}")
+    for n in notes:
+        _echo(f"  note: {n}")
+
+    header = [
+        f"# SimGrid/SMPI options fitted by hplsim {__version__} fit from {', '.join(map(_name, meas.sources))}"
+        + (f" (cluster {fit.cluster})" if fit.cluster else ""),
+        f"# bw-factor and lat-factor are relative to: {link_note}",
+        "# piecewise syntax: size:offset:per_byte;... (os, or, ois) and size:factor;... (bw-, lat-factor);",
+        "# each entry applies from its size (bytes) up to the next one. Derivation: docs/fit.md.",
+    ]
+    if spec_doc is not None:
+        doc = dict(spec_doc)
+        doc["smpi"] = {**(doc.get("smpi") or {}), **options}
+    else:
+        doc = {"smpi": options}
+    out = opts["output"]
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text("\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False, width=1000))
+    tmp.replace(out)
+    _echo(f"wrote {out}" + (" (the platform spec with its smpi block updated)" if spec_doc is not None else ""))
+    if opts["report"]:
+        from hplsim.models.plots import network_plot
+
+        rep = opts["report"]
+        rep.mkdir(parents=True, exist_ok=True)
+        segments_table(fit).to_csv(rep / "network-segments.csv", index=False)
+        data = meas.network if fit.cluster is None else meas.network[meas.network["cluster"] == fit.cluster]
+        network_plot(fit, data, rep / f"network{'-' + fit.cluster if fit.cluster else ''}.png")
+        _echo(f"wrote the report to {rep}/ (network-segments.csv, PNG plot)")
+    return {
+        "kind": "network", "output": str(out), "cluster": fit.cluster, "joint": fit.joint,
+        "breakpoints": fit.breakpoints,
+        "send_is_detached_thresh": fit.detached_threshold, "async_small_thresh": fit.async_threshold,
+        "smpi": options, "notes": notes, "reference": {"bandwidth": bw, "route_latency": route_lat},
+    }
+
+
+# ------------------------------------------------------------------------- command
+
+
+@click.command("fit")
+@click.argument("data", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Model file (kernels) or YAML with an smpi: block / updated platform spec (network).")
+@click.option("--kernel", "kernels", multiple=True,
+              help="Kernel(s) to fit, e.g. dgemm or dgemm,dtrsm (default: every kernel in the data's "
+                   "'function' column; required when the data have none, as dgemm_raw.csv).")
+@click.option("--option", default="auto", show_default=True,
+              help=f"Model: MEAN,NOISE with MEAN in {'/'.join(MEAN_OPTIONS)} and NOISE in {'/'.join(NOISE_OPTIONS)} "
+                   "(e.g. M2,N2), or auto: the simplest option within --tolerance of the best CV error.")
+@click.option("--per", type=click.Choice(PER_LEVELS), default="auto", show_default=True,
+              help="One model per CPU, per host, or none (pooled only); auto = the finest the data identify. "
+                   "The pooled fit is always written as the 'default' entry.")
+@click.option("--host-format", default=DAHU_HOST_FORMAT, show_default=True,
+              help="Host name of data that give a node number instead of a host (the Dahu CSVs): {node}, "
+                   "{node-1}, {node+1} are replaced. The default maps Dahu node i+1 to dahu-i.grid5000.fr, the "
+                   "built-in platform's host (node 5 -> dahu-4.grid5000.fr). The cpu column is the CPU (socket) "
+                   "index within the host; our archives carry real host names.")
+@click.option("--criterion", type=click.Choice(CRITERIA), default="crps", show_default=True,
+              help="What --option auto compares: CV CRPS or CV RMSE (simplest within tolerance), or lowest AIC/BIC.")
+@click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True,
+              help="Relative slack of the 'simplest within' rule (0.01 = 1 %).")
+@click.option("--folds", type=click.IntRange(2, 50), default=DEFAULT_FOLDS, show_default=True,
+              help="k of the k-fold cross-validation.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the CV folds and mixture fits.")
+@click.option("--base", type=click.Path(path_type=Path),
+              help="Start from this model file: fitted kernels replace its entries, other kernels are kept.")
+@click.option("--report", type=click.Path(path_type=Path),
+              help="Write the selection tables (every option's AIC, BIC, CV errors) and PNG plots here.")
+@click.option("--network", is_flag=True, help="Fit the MPI measurements in the data (default when there are "
+                                                "no kernel calls).")
+@click.option("--cluster", help="Cluster to fit when the data hold several (mpi_calibration.csv: dahu, gros, ...).")
+@click.option("--platform", "platform_path", type=click.Path(path_type=Path),
+              help="Network: a YAML platform spec; its links are the reference of the factors and -o gets a copy "
+                   "of it with the fitted smpi options.")
+@click.option("--bandwidth", help=f"Network: bandwidth of a cluster link, e.g. 12.5GBps [default: {DEFAULT_BANDWIDTH}].")
+@click.option("--latency", help=f"Network: latency of one link, e.g. 0.1us [default: {DEFAULT_LATENCY}].")
+@click.option("--links", type=int, help=f"Network: links on the route between two hosts [default: {DEFAULT_LINKS}, "
+                                         "a SimGrid cluster without backbone].")
+@click.option("--separate-breakpoints", is_flag=True,
+              help="Network: segment each operation on its own instead of sharing the breakpoints.")
+@click.option("--min-points", type=click.IntRange(3, None), default=MIN_POINTS, show_default=True,
+              help="Network: fewest measurements per segment.")
+@click.option("--network-noise", type=click.Choice(["normal", "mixture"]), default="normal", show_default=True,
+              help="Network: noise model per segment (in the report).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary of the fit on stdout.")
+def fit(**opts: Any) -> None:
+    """Fit kernel models (-> model file) or network models (-> SimGrid options) from
+    measurements: CSV files or hplsim calibration archives.
+
+    \b
+    hplsim fit dgemm_raw.csv --kernel dgemm --per cpu -o model.yaml
+    hplsim fit calib.zip --option M2,N2 --report report/ -o model.yaml
+    hplsim fit mpi_calibration.csv --network --cluster dahu -o net.yaml
+    """
+    host_format = opts["host_format"]
+    opts["host_format_note"] = (f"data with a node number: host = {host_format!r}; cpu = CPU index within the host; "
+                                "a rank's CPU is its local rank modulo the number of CPUs listed")
+    meas = read_measurements(opts["data"], host_format)
+    has_kernels, has_network = not meas.kernels.empty, not meas.network.empty
+    network = opts["network"] or (has_network and not has_kernels and not opts["kernels"])
+    if network:
+        if not has_network:
+            raise HplsimError("--network: no MPI measurements in the data")
+        if opts["kernels"]:
+            raise HplsimError("--kernel and --network: fit kernels and the network in two runs (two outputs)")
+        summary = run_network_fit(meas, opts)
+    else:
+        if not has_kernels:
+            raise HplsimError("no kernel calls in the data")
+        if has_network:
+            _echo("note: the MPI measurements in the data are not used; fit them with --network")
+        summary = run_kernel_fit(meas, opts)
+    if opts["as_json"]:
+        json.dump(_clean(summary), sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+
+
+def _clean(x: Any) -> Any:
+    """Plain JSON: numpy numbers to Python, NaN and infinities to null."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    return x
