@@ -20,9 +20,13 @@ from hplsim.errors import HplsimError
 
 # Options every emulated run needs: kernels are injected, the host's own computation is
 # not measured (deterministic results); dlopen privatization gives each rank its globals.
+# A probe costs its calibrated smpi/iprobe each time, as on a real machine: SimGrid's
+# growing delay (shared by all ranks in 3.32) is a simulation shortcut for busy loops,
+# which the runtime handles exactly instead (csrc/kernel-models/probe.c).
 BASE_CONFIG = {
     "smpi/simulate-computation": "no",
     "smpi/privatization": "dlopen",
+    "smpi/grow-injected-times": "no",
 }
 
 

@@ -23,7 +23,7 @@ from hplsim.paths import cache_dir, csrc_dir
 PATCH = "hpl-patch/hpl-2.0-hplsim.patch"
 DRIVER = "hpl-driver/hplsim_driver.c"
 RUNTIME_DIR = "kernel-models"
-RUNTIME_SOURCES = ("runtime.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c")
+RUNTIME_SOURCES = ("runtime.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c")
 SAMPLER_SOURCES = ("sampler.c", "model.c", "rng.c")
 
 # HPL's own kernels that the runtime replaces in the emulated binary.
@@ -38,6 +38,8 @@ MODELLED_HPL_FILES = {
 # pack the L panel with real memcpy at every broadcast hop, and the real build follows the
 # same code path so that what is emulated is what is measured.
 COMMON_DEFINES = ("-DHPL_CALL_CBLAS", "-DHPL_NO_MPI_DATATYPE")
+# Bump when what a build directory contains changes (not only how its binary is built).
+BUILD_LAYOUT = 2
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class Flavor:
 
 
 EMULATED = Flavor("emulated", "smpicc", ("-O2", *COMMON_DEFINES, "-DHPLSIM_EMULATION"), ("-lm",), True)
+# A diagnostic build: HPL's own per-phase timers (factorization, swaps, update, …). The
+# timers call MPI_Wtime, which SMPI may charge (smpi/wtime): run it with smpi/wtime:0.
+EMULATED_TIMING = Flavor("emulated-timing", "smpicc", (*EMULATED.cflags, "-DHPL_DETAILED_TIMING"), ("-lm",), True)
 REAL = Flavor("real", "mpicc", ("-O3", *COMMON_DEFINES), ("-lopenblas", "-lm"), False)
 
 
@@ -76,7 +81,7 @@ def _key(flavor: Flavor) -> str:
     for rel in files:
         h.update(rel.encode())
         h.update((csrc_dir() / rel).read_bytes())
-    h.update(repr((flavor, _tool_version(flavor.cc))).encode())
+    h.update(repr((flavor, _tool_version(flavor.cc), BUILD_LAYOUT)).encode())
     return h.hexdigest()[:16]
 
 
@@ -120,6 +125,7 @@ def _build(flavor: Flavor, dest: Path) -> None:
         _compile_all(jobs)
         out = work / "out"
         out.mkdir()
+        shutil.copytree(hpl / "include", out / "include")  # for the runtime's unit tests
         _run([flavor.cc, "-o", str(out / "xhpl"), *objects, *flavor.libs], cwd=work)
         if flavor.with_runtime:
             runtime = csrc_dir() / RUNTIME_DIR

@@ -1,0 +1,66 @@
+/* MPI_Iprobe for HPL's panel broadcasts.
+ *
+ * HPL polls for a panel with MPI_Iprobe between pieces of work (chunks of its update,
+ * steps of its row swaps) and, when it has nothing left to do, in a busy loop that only
+ * probes until the message is there and then receives it with a blocking MPI_Recv. On a
+ * real machine the busy loop notices the message within one probe (~0.2 µs). In SMPI a
+ * failed probe only advances the simulated clock by smpi/iprobe: exact, but a long wait
+ * costs millions of simulation events. (SimGrid's shortcut, smpi/grow-injected-times,
+ * multiplies the delay by a counter that every rank's failed probe increments — a
+ * function-level static in 3.32 — so with many ranks the loops oversleep; we turn it off.)
+ *
+ * A busy-wait is recognised as a run of failed probes of the same message (source, tag,
+ * communicator) with nothing in between that advanced the rank's simulated clock. HPL's
+ * non-busy probe sites can follow each other without intervening time (a swap step whose
+ * kernel has nothing to do), but only a few in a row; a busy loop repeats forever. After
+ * BUSY_PROBES such probes the message is reported as present, and HPL's MPI_Recv then
+ * blocks until it really arrives: when the real busy loop would have seen it, give or take
+ * the BUSY_PROBES probe delays already spent. HPLSIM_BUSY_WAIT=poll keeps every probe real.
+ */
+#include <mpi.h>
+#include <simgrid/engine.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUSY_PROBES 16
+
+typedef struct {
+  int source, tag;
+  MPI_Comm comm;
+  double clock; /* simulated time when the last failed probe returned */
+  int idle_failures; /* consecutive failed probes of this message with the clock unmoved */
+} probe_state;
+
+static probe_state last;
+static int mode = -1; /* 1: busy-waits become receives; 0: every probe is real */
+
+int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+  if (mode < 0) {
+    const char *env = getenv("HPLSIM_BUSY_WAIT");
+    mode = !(env && strcmp(env, "poll") == 0);
+  }
+  int same = last.idle_failures > 0 && last.source == source && last.tag == tag && last.comm == comm &&
+             simgrid_get_clock() == last.clock;
+  if (mode && same && last.idle_failures >= BUSY_PROBES) {
+    last.idle_failures = 0;
+    *flag = 1;
+    if (status != MPI_STATUS_IGNORE) {
+      status->MPI_SOURCE = source;
+      status->MPI_TAG = tag;
+      status->MPI_ERROR = MPI_SUCCESS;
+    }
+    return MPI_SUCCESS;
+  }
+  int err = MPI_Iprobe(source, tag, comm, flag, status);
+  if (err != MPI_SUCCESS || *flag) {
+    last.idle_failures = 0;
+    return err;
+  }
+  last.idle_failures = same ? last.idle_failures + 1 : 1;
+  last.source = source;
+  last.tag = tag;
+  last.comm = comm;
+  last.clock = simgrid_get_clock();
+  return err;
+}

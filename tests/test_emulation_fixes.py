@@ -1,0 +1,73 @@
+"""Pins of the emulation fixes found while validating against Dahu (docs/validation.md):
+each test runs the real code path whose behaviour was changed, and checks the reason."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from hplsim.hpl.build import EMULATED, hpl_binary
+from hplsim.hpl.config import HplConfig
+from hplsim.paths import csrc_dir
+from hplsim.platform.spec import load_platform
+from hplsim.predict import ModelSource, predict
+from hplsim.presets import DEFAULT
+
+
+def test_empty_operands_take_the_blas_quick_return(tmp_path):
+    """E2: a kernel with an empty operand costs nothing, as in the reference BLAS and in
+    HPL's own copy kernels; the model is never evaluated at size 0."""
+    build = hpl_binary(EMULATED).parent
+    runtime = csrc_dir() / "kernel-models"
+    exe = tmp_path / "quick_return"
+    subprocess.run(
+        ["cc", "-O1", f"-I{build / 'include'}", f"-I{runtime}", "-I/usr/include/smpi", "-DHPL_CALL_CBLAS",
+         "-DHPL_NO_MPI_DATATYPE", "-DHPLSIM_EMULATION", "-o", str(exe), str(runtime / "tests" / "quick_return.c"),
+         str(runtime / "blas.c"), str(runtime / "hpl_kernels.c")],
+        check=True, capture_output=True,
+    )
+    out = dict(line.split(" ", 1) for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                               check=True).stdout.splitlines())
+    empty = ["dgemm_m0", "dgemm_n0", "dgemm_k0", "dtrsm_m0", "dgemv_n0", "dger_m0", "dscal_0", "idamax_0",
+             "dlacpy_0", "dlaswp00N_n0", "dlaswp04T_m00"]
+    full = ["dgemm_222", "dtrsm_22", "dgemv_22", "dscal_3", "dlacpy_22", "dlaswp04T_m01"]
+    assert all(out[k] == "0" for k in empty), out
+    assert all(out[k] == "1" for k in full), out
+    assert out["dcopy"] == "1 5"  # dcopy stays real: HPL moves its pivot record with it
+
+
+def _predict(config: HplConfig, busy_wait: str | None) -> float:
+    old = os.environ.pop("HPLSIM_BUSY_WAIT", None)
+    if busy_wait:
+        os.environ["HPLSIM_BUSY_WAIT"] = busy_wait
+    try:
+        platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
+        return predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=4).time_s
+    finally:
+        os.environ.pop("HPLSIM_BUSY_WAIT", None)
+        if old is not None:
+            os.environ["HPLSIM_BUSY_WAIT"] = old
+
+
+@pytest.mark.parametrize("bcast", [1, 2, 4])
+def test_busy_waits_end_when_polling_would(bcast):
+    """E3: turning HPL's busy-wait on a panel into the receive that follows it gives the
+    time that probing at every smpi/iprobe step gives (exact polling, slow to simulate)."""
+    config = HplConfig(n=6000, nb=64, p=4, q=8, bcast=bcast, depth=1, pfact=1, rfact=2, swap=0)
+    fast, exact = _predict(config, None), _predict(config, "poll")
+    assert fast == pytest.approx(exact, rel=2e-3)
+
+
+def test_simgrid_growing_probe_delay_is_off_and_would_matter(monkeypatch):
+    """E3: SimGrid 3.32's growing probe delay (one counter shared by all ranks) makes the
+    same polling notice panels late; hplsim runs with it off."""
+    from hplsim.emulate import smpirun
+
+    assert smpirun.BASE_CONFIG["smpi/grow-injected-times"] == "no"
+    config = HplConfig(n=6000, nb=64, p=4, q=8, bcast=2, depth=1, pfact=1, rfact=2, swap=0)
+    exact = _predict(config, "poll")
+    monkeypatch.setitem(smpirun.BASE_CONFIG, "smpi/grow-injected-times", "yes")
+    grown = _predict(config, "poll")
+    assert grown > exact * 1.01
