@@ -277,6 +277,7 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
         "kind": "network", "output": str(out), "cluster": fit.cluster, "joint": fit.joint,
         "breakpoints": fit.breakpoints,
         "send_is_detached_thresh": fit.detached_threshold, "async_small_thresh": fit.async_threshold,
+        "threshold_reasons": fit.threshold_reasons,
         "smpi": options, "notes": notes, "reference": {"bandwidth": bw, "route_latency": route_lat},
     }
 

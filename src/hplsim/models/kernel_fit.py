@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hplsim.errors import HplsimError
-from hplsim.models.linear import rank, wls
+from hplsim.models.linear import LinearFit, rank, wls
 from hplsim.models.modelfile import KERNEL_VARIABLES, Component, Exponents, KernelModel, Polynomial, term_name
 from hplsim.models.noise import NormalMixture, fit_mixture_1d, fit_sigma, floor_sigma
 
@@ -188,8 +188,25 @@ def fit_kernel(
     N0 and N1 fit the mean by ordinary least squares; N2 and NMix by weighted least
     squares with weights 1/σ(x)², alternating with the σ fit (feasible GLS).
     """
-    if noise not in NOISE_OPTIONS:
-        raise HplsimError(f"unknown noise model {noise!r} (known: {', '.join(NOISE_OPTIONS)})")
+    return fit_kernel_noises(calls, kernel, mean, (noise,), max_components=max_components, seed=seed,
+                             what=what)[noise]
+
+
+def fit_kernel_noises(
+    calls: Mapping[str, Any],
+    kernel: str,
+    mean: str,
+    noises: tuple[str, ...] = NOISE_OPTIONS,
+    *,
+    max_components: int = MAX_COMPONENTS,
+    seed: int = 0,
+    what: str = "data",
+) -> dict[str, KernelFit]:
+    """`fit_kernel` for several noise models of one mean model at once: N0 and N1 share
+    the OLS mean, N2 and NMix the GLS mean (what model selection needs, for half the work)."""
+    for noise in noises:
+        if noise not in NOISE_OPTIONS:
+            raise HplsimError(f"unknown noise model {noise!r} (known: {', '.join(NOISE_OPTIONS)})")
     sizes, y = check_calls(calls, kernel, what)
     terms = mean_terms(kernel, mean)
     if not identifiable(sizes, kernel, mean):
@@ -198,23 +215,40 @@ def fit_kernel(
                           f"({names}); use a simpler mean model or vary every size")
     X = design(sizes, kernel, terms)
     nonneg = _nonneg(terms)
-    n = len(y)
+    out: dict[str, KernelFit] = {}
+    if {"N0", "N1"} & set(noises):
+        ols = wls(X, y, None, nonneg)
+        for noise in ("N0", "N1"):
+            if noise in noises:
+                out[noise] = _finish(kernel, mean, noise, terms, X, sizes, y, ols, None, max_components, seed)
+    if {"N2", "NMix"} & set(noises):
+        gls, sigma_coef = _gls(X, y, nonneg)
+        for noise in ("N2", "NMix"):
+            if noise in noises:
+                out[noise] = _finish(kernel, mean, noise, terms, X, sizes, y, gls, sigma_coef, max_components, seed)
+    return {noise: out[noise] for noise in noises}
 
-    # Feasible GLS: OLS, then alternate σ from the residuals and WLS with weights 1/σ².
-    # OLS alone is ruled by the largest calls: its residuals on small calls are mostly
-    # bias, so σ and the weights of small calls need a few rounds to settle.
+
+def _gls(X: np.ndarray, y: np.ndarray, nonneg: tuple[int, ...]) -> tuple[LinearFit, np.ndarray]:
+    """Feasible GLS: OLS, then alternate σ from the residuals and WLS with weights 1/σ².
+    OLS alone is ruled by the largest calls: its residuals on small calls are mostly bias,
+    so σ and the weights of small calls need a few rounds to settle."""
     fit = wls(X, y, None, nonneg)
-    sigma_coef: np.ndarray | None = None
-    if noise in ("N2", "NMix"):
-        for _ in range(_GLS_ROUNDS):
-            sigma_coef = fit_sigma(X, y - fit.predict(X), ml=False)
-            previous = fit.predict(X)
-            fit = wls(X, y, 1.0 / floor_sigma(X @ sigma_coef) ** 2, nonneg)
-            if np.max(np.abs(fit.predict(X) - previous) / floor_sigma(X @ sigma_coef)) < 1e-3:
-                break  # the mean moved by less than 0.1 % of σ anywhere
-        sigma_coef = fit_sigma(X, y - fit.predict(X))
-    resid = y - fit.predict(X)
+    for _ in range(_GLS_ROUNDS):
+        sigma_coef = fit_sigma(X, y - fit.predict(X), ml=False)
+        previous = fit.predict(X)
+        fit = wls(X, y, 1.0 / floor_sigma(X @ sigma_coef) ** 2, nonneg)
+        if np.max(np.abs(fit.predict(X) - previous) / floor_sigma(X @ sigma_coef)) < 1e-3:
+            break  # the mean moved by less than 0.1 % of σ anywhere
+    return fit, fit_sigma(X, y - fit.predict(X))
 
+
+def _finish(kernel: str, mean: str, noise: str, terms: tuple[Exponents, ...], X: np.ndarray,
+            sizes: Mapping[str, np.ndarray], y: np.ndarray, fit: LinearFit, sigma_coef: np.ndarray | None,
+            max_components: int, seed: int) -> KernelFit:
+    """The KernelFit of one noise model on top of a fitted mean."""
+    n = len(y)
+    resid = y - fit.predict(X)
     mean_poly = _poly(kernel, terms, fit.coef)
     n_mean = len(terms) - len(fit.dropped)
     if noise == "N0":
@@ -246,7 +280,7 @@ def fit_kernel(
     names = [term_name(e, KERNEL_VARIABLES[kernel]) for e in terms]
     return KernelFit(
         kernel, mean, noise, model,
-        se={nm: float(s) for nm, s, c in zip(names, fit.se, fit.coef)},
+        se={nm: float(se) for nm, se in zip(names, fit.se)},
         dropped=tuple(names[i] for i in fit.dropped),
         n=n, r2=r2, loglik=loglik, n_params=n_params,
     )

@@ -22,8 +22,9 @@ What SMPI (SimGrid 3.32) does with those options, and so what each one is fitted
 The thresholds are protocol switches seen in the data: ``send-is-detached-thresh`` is the
 breakpoint where ``send`` jumps the most (the sender starts waiting for the transfer),
 ``async-small-thresh`` the one where ``recv`` jumps the most (a receive of data already
-there is a memory copy; a rendez-vous receive waits for the whole transfer). Each falls
-back to the other's, then to SMPI's default, when its operation shows no jump.
+there is a memory copy; a rendez-vous receive waits for the whole transfer), but not
+above the former (SimGrid refuses it). Each falls back to the other's, then to SMPI's
+default, when its operation shows no jump.
 """
 
 from __future__ import annotations
@@ -145,7 +146,14 @@ def _thresholds(fits: dict[str, PiecewiseLinear]) -> tuple[int, int, list[str]]:
             out.append(SMPI_DEFAULT_THRESHOLD)
             reasons.append(f"{key} = {SMPI_DEFAULT_THRESHOLD} (SMPI's default): neither send nor recv "
                            f"jumps by {SWITCH_RATIO}x or more")
-    return out[0], out[1], reasons
+    detached, async_ = out
+    if async_ > detached:
+        # SimGrid refuses async-small-thresh > send-is-detached-thresh.
+        reasons[1] = (f"smpi/async-small-thresh = {detached}: recv switches at {async_} B, but SimGrid needs "
+                      f"async-small-thresh <= send-is-detached-thresh; receives of {detached}-{async_} B are "
+                      "simulated as rendez-vous (slower than measured)")
+        async_ = detached
+    return detached, async_, reasons
 
 
 # ------------------------------------------------------------------ SimGrid options

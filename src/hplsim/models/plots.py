@@ -78,15 +78,16 @@ def kernel_plots(fits: KernelFits, calls: pd.DataFrame, outdir: Path) -> list[Pa
         df = _thin(df)
         fitted = f.predict(df)
         ax.scatter(fitted, df["duration"].to_numpy(float) - fitted, s=3, alpha=0.35)
+        # σ depends on the sizes, not on the mean alone: the interval's edges are points too
         lo, hi = f.interval(df, 0.9)
-        order = np.argsort(fitted)
-        ax.plot(fitted[order], (lo - f.distribution(df).mean)[order], color="tab:red", lw=0.8, label="90 % interval")
-        ax.plot(fitted[order], (hi - f.distribution(df).mean)[order], color="tab:red", lw=0.8)
+        center = f.distribution(df).mean
+        ax.scatter(fitted, lo - center, s=1, color="tab:red", label="90 % interval")
+        ax.scatter(fitted, hi - center, s=1, color="tab:red")
         ax.axhline(0, color="black", lw=0.5)
         ax.set_title(f"{fits.kernel} on {name}: residuals", fontsize=9)
         ax.set_xlabel("fitted mean (s)")
         ax.set_ylabel("measured - fitted (s)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, markerscale=5)
     fig.tight_layout()
     written.append(_save(fig, plt, outdir / f"{fits.kernel}-residuals.png"))
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from hplsim.errors import HplsimError
-from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS, check_calls, fit_kernel, identifiable
+from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS, check_calls, fit_kernel_noises, identifiable
 
 ALL_OPTIONS: tuple[tuple[str, str], ...] = tuple((m, n) for m in MEAN_OPTIONS for n in NOISE_OPTIONS)
 CRITERIA = ("crps", "rmse", "aic", "bic")
@@ -64,38 +64,48 @@ def compare(
 ) -> pd.DataFrame:
     """One row per option: parameters, log-likelihood, AIC, BIC, R² (full data) and the
     k-fold CV errors (calls assigned to folds at random, seeded)."""
+    options = list(options)
     sizes, y = check_calls(calls, kernel, what)
     data = pd.DataFrame({**sizes, "duration": y})
     fold = _folds(len(data), folds, seed)
-    rows = []
+    by_mean: dict[str, list[str]] = {}
     for mean, noise in options:
-        row: dict[str, Any] = {"option": f"{mean},{noise}", "mean": mean, "noise": noise, "n": len(data)}
+        by_mean.setdefault(mean, []).append(noise)
+    rows = []
+    for mean, noises in by_mean.items():
+        base = {noise: {"option": f"{mean},{noise}", "mean": mean, "noise": noise, "n": len(data)} for noise in noises}
         if not identifiable(sizes, kernel, mean):
-            rows.append({**row, "note": "sizes do not determine every term"})
+            rows += [{**row, "note": "sizes do not determine every term"} for row in base.values()]
             continue
-        full = fit_kernel(data, kernel, mean, noise, seed=seed, what=what)
-        row.update(params=full.n_params, loglik=full.loglik, aic=full.aic, bic=full.bic, r2=full.r2)
-        crps, sq, inside, count = 0.0, 0.0, 0, 0
-        for f in range(folds):
-            train, test = data[fold != f], data[fold == f]
+        full = fit_kernel_noises(data, kernel, mean, tuple(noises), seed=seed, what=what)
+        for noise, f in full.items():
+            base[noise].update(params=f.n_params, loglik=f.loglik, aic=f.aic, bic=f.bic, r2=f.r2)
+        acc = {noise: {"crps": 0.0, "sq": 0.0, "inside": 0, "count": 0} for noise in noises}
+        for k in range(folds):
+            train, test = data[fold != k], data[fold == k]
             if len(test) == 0:
                 continue
             try:
-                model = fit_kernel(train, kernel, mean, noise, seed=seed, what=what)
+                models = fit_kernel_noises(train, kernel, mean, tuple(noises), seed=seed, what=what)
             except HplsimError:
-                break  # a fold without enough distinct sizes: no CV for this option
-            dist = model.distribution(test)
+                break  # a fold without enough distinct sizes: no CV for this mean model
             yt = test["duration"].to_numpy()
-            crps += float(dist.crps(yt).sum())
-            sq += float(np.sum((yt - dist.mean) ** 2))
-            lo, hi = dist.quantile(0.05), dist.quantile(0.95)
-            inside += int(np.sum((yt >= lo) & (yt <= hi)))
-            count += len(yt)
-        if count == len(data):
-            row.update(cv_crps=crps / count, cv_rmse=math.sqrt(sq / count), cv_coverage90=inside / count)
-        else:
-            row["note"] = "too few distinct sizes for cross-validation"
-        rows.append(row)
+            for noise, model in models.items():
+                dist = model.distribution(test)
+                a = acc[noise]
+                a["crps"] += float(dist.crps(yt).sum())
+                a["sq"] += float(np.sum((yt - dist.mean) ** 2))
+                a["inside"] += int(np.sum((yt >= dist.quantile(0.05)) & (yt <= dist.quantile(0.95))))
+                a["count"] += len(yt)
+        for noise, a in acc.items():
+            if a["count"] == len(data):
+                base[noise].update(cv_crps=a["crps"] / a["count"], cv_rmse=math.sqrt(a["sq"] / a["count"]),
+                                   cv_coverage90=a["inside"] / a["count"])
+            else:
+                base[noise]["note"] = "too few distinct sizes for cross-validation"
+        rows += list(base.values())
+    order = {f"{m},{n}": i for i, (m, n) in enumerate(options)}
+    rows.sort(key=lambda r: order[r["option"]])
     columns = ["option", "mean", "noise", "n", "params", "loglik", "aic", "bic", "r2", "cv_crps", "cv_rmse",
                "cv_coverage90", "note"]
     return pd.DataFrame(rows).reindex(columns=columns)
