@@ -12,10 +12,16 @@
 
 enum family { F_NONE = 0, F_NORMAL = 1, F_HALFNORMAL = 2 };
 
+/* Sized to what the table holds: every simulated rank keeps its own copy (privatized
+ * globals), so fixed-size arrays would cost megabytes per rank at 1,024 ranks. */
+typedef struct {
+  unsigned char exps[NSLOTS];
+  double coef;
+} term;
+
 typedef struct {
   int nterms;
-  unsigned char exps[MAX_TERMS][NSLOTS];
-  double coef[MAX_TERMS];
+  term *terms;
 } poly;
 
 typedef struct {
@@ -26,7 +32,7 @@ typedef struct {
 
 typedef struct {
   int ncomp;
-  component comp[MAX_COMPONENTS];
+  component *comp;
 } kmodel;
 
 static const char *const kernel_names[K_NKERNELS] = {
@@ -112,8 +118,17 @@ static double read_double(reader *r)
 static void read_poly(reader *r, poly *p)
 {
   long n = read_long(r);
+  p->nterms = 0;
+  p->terms = NULL;
   if (n < 0 || n > MAX_TERMS) {
     fail(r, "model table: %ld polynomial terms (at most %d)", n, MAX_TERMS);
+    return;
+  }
+  if (n == 0)
+    return;
+  p->terms = malloc((size_t)n * sizeof(term));
+  if (!p->terms) {
+    fail(r, "out of memory reading the model table");
     return;
   }
   p->nterms = (int)n;
@@ -122,10 +137,21 @@ static void read_poly(reader *r, poly *p)
       long e = read_long(r);
       if (e < 0 || e > 8)
         fail(r, "model table: exponent %ld out of range", e);
-      p->exps[i][s] = (unsigned char)e;
+      p->terms[i].exps[s] = (unsigned char)e;
     }
-    p->coef[i] = read_double(r);
+    p->terms[i].coef = read_double(r);
   }
+}
+
+static void free_model(kmodel *m)
+{
+  for (int c = 0; c < m->ncomp; c++) {
+    free(m->comp[c].mean.terms);
+    free(m->comp[c].sigma.terms);
+  }
+  free(m->comp);
+  m->comp = NULL;
+  m->ncomp = 0;
 }
 
 /* Parse one "kernel" record; store it only when `keep`. */
@@ -148,12 +174,17 @@ static void read_kernel(reader *r, int keep, kmodel *store, int *has)
   kmodel m;
   double cumulative = 0.0;
   m.ncomp = (int)ncomp;
+  m.comp = calloc((size_t)ncomp, sizeof(component));
+  if (!m.comp) {
+    fail(r, "out of memory reading the model table");
+    return;
+  }
   for (int c = 0; c < ncomp && !r->failed; c++) {
     char tag[16];
     read_word(r, tag, sizeof tag);
     if (strcmp(tag, "comp") != 0) {
       fail(r, "model table: expected 'comp', found %s", tag);
-      return;
+      break;
     }
     m.comp[c].family = (int)read_long(r);
     cumulative += read_double(r);
@@ -162,8 +193,11 @@ static void read_kernel(reader *r, int keep, kmodel *store, int *has)
     read_poly(r, &m.comp[c].sigma);
   }
   if (keep && !r->failed) {
+    free_model(&store[k]);
     store[k] = m;
     has[k] = 1;
+  } else {
+    free_model(&m);
   }
 }
 
@@ -174,7 +208,7 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
     snprintf(err, errlen, "cannot open model table %s", path);
     return -1;
   }
-  static kmodel fallback[K_NKERNELS];
+  kmodel fallback[K_NKERNELS] = {{0}};
   int has_fallback[K_NKERNELS] = {0};
   int found_host = 0, found_fallback = 0, cpu_host = 0, cpu_fallback = 0;
   char word[256];
@@ -218,8 +252,11 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
     fail(&r, "model table: unexpected word %s", word);
   }
   fclose(r.f);
-  if (r.failed)
+  if (r.failed) {
+    for (int k = 0; k < K_NKERNELS; k++)
+      free_model(&fallback[k]);
     return -1;
+  }
   if (!found_host) {
     if (!found_fallback) {
       snprintf(err, errlen, "host %s is not in the model, which has no default entry", host);
@@ -229,6 +266,8 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
     memcpy(has_model, has_fallback, sizeof has_model);
     my_index = cpu_fallback;
   } else {
+    for (int k = 0; k < K_NKERNELS; k++)
+      free_model(&fallback[k]);
     my_index = cpu_host;
   }
   my_cpu = my_index;
@@ -243,11 +282,11 @@ static double eval(const poly *p, const double x[NSLOTS])
 {
   double total = 0.0;
   for (int i = 0; i < p->nterms; i++) {
-    double term = p->coef[i];
+    double value = p->terms[i].coef;
     for (int s = 0; s < NSLOTS; s++)
-      for (int e = 0; e < p->exps[i][s]; e++)
-        term *= x[s];
-    total += term;
+      for (int e = 0; e < p->terms[i].exps[s]; e++)
+        value *= x[s];
+    total += value;
   }
   return total;
 }

@@ -89,7 +89,7 @@ class PlatformSpec:
     topology: str = "star"
     bandwidth: float = 12.5e9
     latency: float = 1e-6
-    sharing_policy: str = "SHARED"
+    sharing_policy: str = "SPLITDUPLEX"
     loopback_bandwidth: float | None = None
     loopback_latency: float | None = None
     backbone_bandwidth: float | None = None
@@ -209,7 +209,7 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
         raise HplsimError(f"platform spec {source}: topology must be one of {', '.join(TOPOLOGIES)}")
     if topology == "fat-tree" and not net.get("fat_tree"):
         raise HplsimError(f"platform spec {source}: a fat-tree needs 'fat_tree' (SimGrid topo_parameters)")
-    policy = str(net.get("sharing_policy", "SHARED")).upper()
+    policy = str(net.get("sharing_policy", "SPLITDUPLEX")).upper()
     if policy not in SHARING_POLICIES:
         raise HplsimError(f"platform spec {source}: sharing_policy must be one of {', '.join(SHARING_POLICIES)}")
     placement = doc.get("placement", "block")
