@@ -227,3 +227,19 @@ def test_a_simulation_over_its_time_limit_is_killed(tmp_path):
                   "-o", tmp_path / "out.json")
     _assert_clean_error(out, "did not finish within 0.5 s")
     assert not (tmp_path / "out.json").exists()
+
+
+def test_breakdown_splits_each_ranks_time(dahu_model):
+    platform = spec_from_dict(star(4)).platform()
+    r = predict(HplConfig(n=3000, nb=64, p=2, q=2), platform, dahu_model, seed=2, breakdown=True)
+    b = r.breakdown
+    assert b["ranks"] == 4
+    assert 0 < b["compute_s"]["min"] <= b["compute_s"]["max"] <= r.time_s
+    assert b["mpi_s"]["min"] == pytest.approx(r.time_s - b["compute_s"]["max"])
+    kernels = b["kernels"]
+    assert next(iter(kernels)) == "dgemm"  # sorted by time, dgemm dominates LU
+    assert kernels["idamax"]["calls"] > 0
+    # the per-kernel totals add up to the ranks' compute times (the median is one of them)
+    assert sum(k["seconds"] for k in kernels.values()) >= 4 * b["compute_s"]["min"]
+    same = predict(HplConfig(n=3000, nb=64, p=2, q=2), platform, dahu_model, seed=2)
+    assert same.time_s == r.time_s  # asking for the breakdown does not change the run

@@ -276,6 +276,8 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
 
 int hplsim_model_has(enum hplsim_kernel kernel) { return has_model[kernel]; }
 
+const char *hplsim_kernel_name(enum hplsim_kernel kernel) { return kernel_names[kernel]; }
+
 int hplsim_model_cpu(void) { return my_cpu; }
 
 static double eval(const poly *p, const double x[NSLOTS])

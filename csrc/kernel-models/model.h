@@ -18,6 +18,9 @@ int hplsim_model_has(enum hplsim_kernel kernel);
 /* One duration in seconds (>= 0) for a call with sizes x0, x1, x2. */
 double hplsim_model_draw(enum hplsim_kernel kernel, double x0, double x1, double x2, hplsim_rng *noise);
 
+/* The model file's name of a kernel ("dgemm", "HPL_dlaswp01T", ...). */
+const char *hplsim_kernel_name(enum hplsim_kernel kernel);
+
 /* The CPU index the rank was mapped to (after hplsim_model_load). */
 int hplsim_model_cpu(void);
 

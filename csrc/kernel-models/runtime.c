@@ -65,13 +65,16 @@ int hplsim_random_index(int n)
   return (int)(((unsigned __int128)hplsim_rng_next(&pivot_rng) * (unsigned)n) >> 64);
 }
 
+/* One line per rank: its modelled compute time, then calls and seconds per kernel
+ * (kernels never called are left out). */
 void hplsim_runtime_report(FILE *out, int rank)
 {
   double total = 0.0;
   for (int k = 0; k < K_NKERNELS; k++)
     total += kernel_seconds[k];
-  fprintf(out, "HPLSIM_KERNEL_TIME %d %.9g", rank, total);
+  fprintf(out, "HPLSIM_KERNEL_TIME %d %.17g", rank, total);
   for (int k = 0; k < K_NKERNELS; k++)
-    fprintf(out, " %ld:%.9g", kernel_calls[k], kernel_seconds[k]);
+    if (kernel_calls[k])
+      fprintf(out, " %s:%ld:%.17g", hplsim_kernel_name((enum hplsim_kernel)k), kernel_calls[k], kernel_seconds[k]);
   fputc('\n', out);
 }

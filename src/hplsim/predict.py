@@ -57,8 +57,10 @@ class Prediction:
     platform_digest: str
     model: str
     model_digest: str
+    breakdown: dict | None = None
 
     def to_dict(self) -> dict:
+        extra = {"breakdown": self.breakdown} if self.breakdown is not None else {}
         return {
             **self.config.as_dict(),
             "label": self.config.label(),
@@ -72,6 +74,7 @@ class Prediction:
             "model": self.model,
             "model_digest": self.model_digest,
             "hplsim_version": __version__,
+            **extra,
         }
 
 
@@ -107,6 +110,35 @@ def _parse_result(stdout: str, config: HplConfig) -> tuple[float, float]:
     raise HplsimError("simulation finished without a result line (see HPL's output with --keep DIR)")
 
 
+def _breakdown(report: str, hpl_time: float) -> dict:
+    """Per rank: modelled compute time, and the rest of HPL's time (MPI: transfers and
+    waiting); per kernel: calls and seconds summed over ranks."""
+    compute, kernels = [], {}
+    for line in report.splitlines():
+        fields = line.split()
+        if not fields or fields[0] != "HPLSIM_KERNEL_TIME":
+            continue
+        compute.append(float(fields[2]))
+        for item in fields[3:]:
+            name, calls, seconds = item.rsplit(":", 2)
+            k = kernels.setdefault(name, {"calls": 0, "seconds": 0.0})
+            k["calls"] += int(calls)
+            k["seconds"] += float(seconds)
+    if not compute:
+        raise HplsimError("the simulation wrote no kernel report")
+    compute.sort()
+
+    def stats(values: list[float]) -> dict:
+        return {"min": values[0], "median": values[len(values) // 2], "max": values[-1]}
+
+    return {
+        "ranks": len(compute),
+        "compute_s": stats(compute),
+        "mpi_s": stats(sorted(hpl_time - c for c in compute)),
+        "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1]["seconds"])),
+    }
+
+
 def predict(
     config: HplConfig,
     platform: Platform,
@@ -114,6 +146,7 @@ def predict(
     seed: int = 0,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     keep_dir: Path | None = None,
+    breakdown: bool = False,
 ) -> Prediction:
     used = check_inputs(config, platform, model.model)
     folding = folding_config()
@@ -127,17 +160,21 @@ def predict(
         write_runtime_table(model.model, used, work / "model.table")
         # A negative threshold: HPL skips its residual check (the emulation computes nothing).
         write_hpl_dat(HplParams.from_config(config, threshold=-1.0), work / "HPL.dat")
+        report = work / "kernels.txt"
+        report.unlink(missing_ok=True)
+        args = ["model.table", str(seed)] + ([report.name] if breakdown else [])
         out = run_smpirun(
-            binary, ["model.table", str(seed)], work, work / "platform.xml", work / "hostfile",
+            binary, args, work, work / "platform.xml", work / "hostfile",
             config.ranks, {**folding, **platform.config}, timeout,
         )
         if keep_dir:
             (work / "stdout.txt").write_text(out.stdout)
             (work / "stderr.txt").write_text(out.stderr)
-    time_s, gflops = _parse_result(out.stdout, config)
+        time_s, gflops = _parse_result(out.stdout, config)
+        split = _breakdown(report.read_text() if report.exists() else "", time_s) if breakdown else None
     return Prediction(
         config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
-        platform.label, platform.digest(), model.label, model.digest,
+        platform.label, platform.digest(), model.label, model.digest, split,
     )
 
 
@@ -202,6 +239,21 @@ def _format_table(preds: list[Prediction]) -> str:
     return "\n".join(lines)
 
 
+def _format_breakdown(p: Prediction) -> str:
+    b = p.breakdown
+    c, m = b["compute_s"], b["mpi_s"]
+    lines = [
+        f"{p.config.label()} N={p.config.n}: time split over {b['ranks']} ranks (HPL time {p.time_s:.4g} s)",
+        f"  compute (modelled kernels): min {c['min']:.4g}  median {c['median']:.4g}  max {c['max']:.4g} s",
+        f"  MPI (transfers + waiting):  min {m['min']:.4g}  median {m['median']:.4g}  max {m['max']:.4g} s",
+        "  kernels, summed over ranks:",
+    ]
+    total = sum(k["seconds"] for k in b["kernels"].values()) or 1.0
+    for name, k in b["kernels"].items():
+        lines.append(f"    {name:<15}{k['calls']:>12} calls {k['seconds']:>12.4g} s {100 * k['seconds'] / total:>6.1f} %")
+    return "\n".join(lines)
+
+
 @click.command("predict")
 @click.option("-N", "n", type=INTS, help="Problem size(s) N, e.g. 20000 or 10000,20000.")
 @click.option("--nb", type=INTS, help="Block size(s) NB.")
@@ -229,6 +281,8 @@ def _format_table(preds: list[Prediction]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per configuration.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Also write the JSON results to this file.")
 @click.option("--keep", type=click.Path(path_type=Path), help="Keep the run directory (inputs, HPL output) here.")
+@click.option("--breakdown", is_flag=True,
+              help="Also report each rank's time split (modelled compute vs MPI) and the time per kernel.")
 def predict_command(**opts) -> None:
     """Predict HPL's Gflops on a simulated platform by emulating HPL under SimGrid/SMPI.
 
@@ -271,7 +325,7 @@ def predict_command(**opts) -> None:
     preds = []
     for i, config in enumerate(configs):
         keep = (opts["keep"] / f"{i:03d}-{config.label()}-{config.n}") if opts["keep"] else None
-        preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep))
+        preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep, opts["breakdown"]))
     doc = [p.to_dict() for p in preds]
     if opts["output"]:
         tmp = opts["output"].with_name(f".{opts['output'].name}.tmp")
@@ -283,4 +337,7 @@ def predict_command(**opts) -> None:
     else:
         click.echo(_format_table(preds))
         click.echo(f"platform: {platform.label}; model: {model.label}; seed: {opts['seed']}")
+        for p in preds:
+            if p.breakdown:
+                click.echo(_format_breakdown(p))
 
