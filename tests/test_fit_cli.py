@@ -151,6 +151,7 @@ def test_network_archive_gives_options_and_constants(archives, tmp_path):
             "smpi/send-is-detached-thresh", "smpi/iprobe", "smpi/wtime"} <= set(smpi)
     assert float(smpi["smpi/iprobe"]) == pytest.approx(2e-7)
     assert (tmp_path / "rep" / "network-segments.csv").exists()
+    assert "split at" in (tmp_path / "rep" / "network-search.txt").read_text()
     assert (tmp_path / "rep" / "network.png").exists()
 
 

@@ -182,6 +182,22 @@ def test_piecewise_recovers_three_breakpoints(seed):
         assert seg.rel_sd == pytest.approx(0.05, rel=0.25)
 
 
+def test_piecewise_is_exact_over_ten_decades_of_durations():
+    """Durations from 10 ns to 100 s (weights 1/duration² spanning 20 decades): the search
+    must not lose the large sizes' residuals in rounding."""
+    rng = np.random.default_rng(4)
+    x = np.round(10 ** rng.uniform(0, 10, 3000))
+    truth = [(1e-8, 1e-11), (5e-8, 2e-11), (1e-5, 1e-8)]
+    seg = np.searchsorted([1e3, 1e7], x, side="right")
+    y = (np.array([t[0] for t in truth])[seg] + np.array([t[1] for t in truth])[seg] * x) * (1 + 0.02 * rng.standard_normal(3000))
+    assert y.min() < 2e-8 and y.max() > 50
+    fit = fit_piecewise(x, y)
+    assert len(fit.breakpoints) == 2, fit.breakpoints
+    assert fit.breakpoints[0] == pytest.approx(1e3, rel=0.05)
+    assert fit.breakpoints[1] == pytest.approx(1e7, rel=0.05)
+    assert fit.segments[2].slope == pytest.approx(1e-8, rel=0.01)
+
+
 def test_piecewise_without_breakpoints_stays_one_segment():
     rng = np.random.default_rng(0)
     x = np.round(10 ** rng.uniform(0, 8, 1000))

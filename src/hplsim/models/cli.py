@@ -270,9 +270,14 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
         rep = opts["report"]
         rep.mkdir(parents=True, exist_ok=True)
         segments_table(fit).to_csv(rep / "network-segments.csv", index=False)
+        steps = ({"all operations": next(iter(fit.fits.values())).history} if fit.joint
+                 else {op: f.history for op, f in fit.fits.items()})
+        (rep / "network-search.txt").write_text("".join(
+            f"{who}:\n" + "".join(f"  {step}\n" for step in hist or ["no split lowers the BIC"])
+            for who, hist in steps.items()))
         data = meas.network if fit.cluster is None else meas.network[meas.network["cluster"] == fit.cluster]
         network_plot(fit, data, rep / f"network{'-' + fit.cluster if fit.cluster else ''}.png")
-        _echo(f"wrote the report to {rep}/ (network-segments.csv, PNG plot)")
+        _echo(f"wrote the report to {rep}/ (network-segments.csv, network-search.txt, PNG plot)")
     return {
         "kind": "network", "output": str(out), "cluster": fit.cluster, "joint": fit.joint,
         "breakpoints": fit.breakpoints,
@@ -344,6 +349,11 @@ def fit(**opts: Any) -> None:
     opts["host_format_note"] = (f"data with a node number: host = {host_format!r}; cpu = CPU index within the host; "
                                 "a rank's CPU is its local rank modulo the number of CPUs listed")
     meas = read_measurements(opts["data"], host_format)
+    for source, metadata in meas.metadata.items():
+        status = metadata.get("status")
+        if status not in (None, "complete"):
+            _echo(f"note: {source} is a calibration marked {status!r} "
+                  f"({metadata.get('abort_reason', 'no reason given')}): fitting what it measured")
     has_kernels, has_network = not meas.kernels.empty, not meas.network.empty
     network = opts["network"] or (has_network and not has_kernels and not opts["kernels"])
     if network:

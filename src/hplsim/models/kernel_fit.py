@@ -128,8 +128,8 @@ def predictive(model: KernelModel, sizes: Mapping[str, Any]) -> NormalMixture:
     return NormalMixture(w, mu[:, None] + shift, sd)
 
 
-def _poly(kernel: str, terms: tuple[Exponents, ...], coef: np.ndarray, keep_zero: bool = False) -> Polynomial:
-    items = tuple((e, float(c)) for e, c in zip(terms, coef) if c != 0 or keep_zero)
+def _poly(kernel: str, terms: tuple[Exponents, ...], coef: np.ndarray) -> Polynomial:
+    items = tuple((e, float(c)) for e, c in zip(terms, coef) if c != 0)
     return Polynomial(KERNEL_VARIABLES[kernel], items or ((terms[0], 0.0),))
 
 

@@ -165,13 +165,3 @@ def to_model_file(fits: list[KernelFits], base: ModelFile | None = None, descrip
                     entry.cpus[c][kf.kernel] = f.model
     hosts = {h: v for h, v in hosts.items() if v.kernels or any(v.cpus)}
     return ModelFile(default=default, hosts=hosts, description=description, provenance=provenance)
-
-
-def kernel_summary(fits: KernelFits) -> list[dict[str, Any]]:
-    """One row per fitted set of calls, for the console and the report."""
-    rows = []
-    for name, f in [(POOLED, fits.pooled), *((fits.group_label(k), f) for k, f in fits.groups.items())]:
-        rows.append({"kernel": fits.kernel, "group": name, "option": f.option, "n": f.n, "r2": f.r2,
-                     "dropped": ",".join(f.dropped), **{f"mean_{t}": c for t, c in f.coefficients.items()}})
-    return rows
-

@@ -43,7 +43,7 @@ def wls(X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, nonneg: tuple
         bad = [i for i in nonneg if i in active and coef[i] < 0]
         if not bad or len(active) == 1:
             break
-        # drop the most clearly negative one (smallest t-like ratio), then refit
+        # drop the most negative one (columns have unit norm, so sizes compare), then refit
         worst = min(bad, key=lambda i: coef[i])
         active.remove(worst)
         dropped.append(worst)

@@ -104,48 +104,63 @@ class PiecewiseLinear:
 
 
 class _Series:
-    """One operation's sorted sizes and durations, with prefix sums of the weighted
-    moments so that the residual sum of squares of a line over any contiguous range of
-    points costs O(1)."""
+    """One operation's sizes and durations, sorted by size.
+
+    The RSS of a line over a range of points comes from its weighted moments. They are
+    accumulated from the ends of the range being split, never as differences of sums over
+    the whole series: with weights 1/duration², the few smallest durations would dominate
+    such sums and swamp the large-size ranges' contributions in rounding."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray):
         order = np.argsort(x, kind="stable")
         self.x = x[order]
         self.y = y[order]
         self.n = len(x)
-        # Centre and scale x so that the moment formulas do not cancel catastrophically.
-        xs = (self.x - math.exp(float(np.median(np.log(self.x))))) / (float(self.x.max() - self.x.min()) or 1.0)
-        w = 1.0 / self.y**2
-        ys = self.y
-
-        def cum(v: np.ndarray) -> np.ndarray:
-            return np.concatenate([[0.0], np.cumsum(v)])
-
-        self.W, self.X, self.Y = cum(w), cum(w * xs), cum(w * ys)
-        self.XX, self.XY, self.YY = cum(w * xs * xs), cum(w * xs * ys), cum(w * ys * ys)
-        self.ndistinct = cum(np.concatenate([[1.0], (np.diff(self.x) > 0).astype(float)]))
+        self.w = 1.0 / self.y**2
+        flags = np.concatenate([[1.0], (np.diff(self.x) > 0).astype(float)])
+        self.ndistinct = np.concatenate([[0.0], np.cumsum(flags)])
 
     def index(self, size: np.ndarray) -> np.ndarray:
         """Row index of the first point with x >= size."""
         return np.searchsorted(self.x, size, side="left")
 
-    def rss(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    def _moments(self, i: int, j: int) -> np.ndarray:
+        """Per point of [i, j): w, wx, wy, wx², wxy, wy², x centred and scaled on the range."""
+        x, y, w = self.x[i:j], self.y[i:j], self.w[i:j]
+        xs = (x - x[len(x) // 2]) / (float(x[-1] - x[0]) or 1.0)
+        return np.stack([w, w * xs, w * y, w * xs * xs, w * xs * y, w * y * y])
+
+    def rss(self, i: int, j: int) -> float:
         """Weighted RSS of the best line through points [i, j) (0 for fewer than 3)."""
-        i, j = np.asarray(i), np.asarray(j)
-        W = self.W[j] - self.W[i]
-        X = self.X[j] - self.X[i]
-        Y = self.Y[j] - self.Y[i]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sxx = (self.XX[j] - self.XX[i]) - X * X / W
-            sxy = (self.XY[j] - self.XY[i]) - X * Y / W
-            syy = (self.YY[j] - self.YY[i]) - Y * Y / W
-            out = syy - np.where(sxx > 0, sxy * sxy / sxx, 0.0)
-        return np.where(j - i > 2, np.maximum(np.nan_to_num(out), 0.0), 0.0)
+        if j - i < 3:
+            return 0.0
+        return float(_rss(self._moments(i, j).sum(axis=1)))
+
+    def split_rss(self, i: int, j: int, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """RSS of [i, k) and of [k, j) for every split row k in `ks` (i < k < j)."""
+        mom = self._moments(i, j)
+        left = np.cumsum(mom, axis=1)  # left[:, t] = sums over [i, i + t]
+        right = np.cumsum(mom[:, ::-1], axis=1)[:, ::-1]  # right[:, t] = sums over [i + t, j)
+        t = np.asarray(ks) - i
+        lo = np.where(t >= 3, _rss(left[:, t - 1]), 0.0)
+        hi = np.where(j - np.asarray(ks) >= 3, _rss(right[:, t]), 0.0)
+        return lo, hi
 
     def sizes_between(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """Distinct sizes among points [i, j)."""
         i, j = np.asarray(i), np.asarray(j)
         return np.where(j > i, 1 + self.ndistinct[j] - self.ndistinct[np.minimum(i + 1, j)], 0)
+
+
+def _rss(sums: np.ndarray) -> np.ndarray:
+    """RSS of the weighted line fit from the moment sums (W, X, Y, XX, XY, YY) along axis 0."""
+    W, X, Y, XX, XY, YY = sums
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sxx = XX - X * X / W
+        sxy = XY - X * Y / W
+        syy = YY - Y * Y / W
+        out = syy - np.where(sxx > 0, sxy * sxy / sxx, 0.0)
+    return np.maximum(np.nan_to_num(out), 0.0)
 
 
 class _Joint:
@@ -162,8 +177,8 @@ class _Joint:
         # row index of each grid position in each series, with m -> n
         self.pos = [np.concatenate([s.index(self.grid), [s.n]]) for s in series]
 
-    def rss(self, s: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return self.series[s].rss(self.pos[s][a], self.pos[s][b])
+    def rss(self, s: int, a: int, b: int) -> float:
+        return self.series[s].rss(int(self.pos[s][a]), int(self.pos[s][b]))
 
     def valid(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         ok = np.ones(np.broadcast(np.asarray(a), np.asarray(b)).shape, dtype=bool)
@@ -173,8 +188,8 @@ class _Joint:
         return ok
 
     def totals(self, bounds: list[int]) -> np.ndarray:
-        a, b = np.asarray(bounds[:-1]), np.asarray(bounds[1:])
-        return np.array([float(self.rss(s, a, b).sum()) for s in range(len(self.series))])
+        return np.array([sum(self.rss(s, a, b) for a, b in zip(bounds[:-1], bounds[1:]))
+                         for s in range(len(self.series))])
 
     def bic(self, bounds: list[int]) -> float:
         return self._bic(self.totals(bounds)[:, None], len(bounds) - 1)[0]
@@ -195,8 +210,12 @@ class _Joint:
         if len(ks) == 0:
             return None
         base = self.totals(bounds)
-        new = np.stack([base[s] - self.rss(s, np.array(a), np.array(b)) + self.rss(s, a, ks) + self.rss(s, ks, b)
-                        for s in range(len(self.series))])
+        rows = []
+        for s, ser in enumerate(self.series):
+            i, j = int(self.pos[s][a]), int(self.pos[s][b])
+            lo, hi = ser.split_rss(i, j, self.pos[s][ks])
+            rows.append(base[s] - self.rss(s, a, b) + lo + hi)
+        new = np.stack(rows)
         values = self._bic(new, len(bounds))
         best = int(np.argmin(values))
         return int(ks[best]), float(values[best])
