@@ -55,3 +55,19 @@ def test_published_dahu_xml_hosts():
     platform = load_platform(DEFAULT.platform)
     assert len(platform.slots) == 1024 and platform.slots[31] == platform.slots[0] != platform.slots[32]
     assert platform.config == {}  # the file's own <config> block carries its SMPI options
+
+
+def test_platform_command_writes_xml_and_hostfile(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    spec = tmp_path / "p.yaml"
+    spec.write_text(yaml.safe_dump({"nodes": 3, "cores_per_node": 2}))
+    out = subprocess.run([sys.executable, "-m", "hplsim.cli", "platform", str(spec), "-o", str(tmp_path / "o")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "o" / "hostfile").read_text().split() == ["node-0", "node-0", "node-1", "node-1",
+                                                                 "node-2", "node-2"]
+    assert xml_hosts((tmp_path / "o" / "platform.xml").read_text(), "x") == [(f"node-{i}", 2) for i in range(3)]

@@ -1,0 +1,31 @@
+"""`hplsim platform`: show what a platform spec (or XML) becomes — the SimGrid XML and the
+hostfile that `predict` would use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hplsim.platform.spec import load_platform
+
+
+@click.command("platform")
+@click.argument("spec", type=click.Path(path_type=Path))
+@click.option("-o", "--out", type=click.Path(path_type=Path),
+              help="Write platform.xml and hostfile into this folder (default: print a summary).")
+@click.option("--ranks-per-host", type=int, help="Rank slots per host (XML platforms: default its cores).")
+def platform(spec: Path, out: Path | None, ranks_per_host: int | None) -> None:
+    """Turn a platform spec (YAML, docs/formats/platform.md) into SimGrid XML + hostfile."""
+    p = load_platform(spec, ranks_per_host)
+    if out is None:
+        hosts = p.hosts
+        click.echo(f"{p.label}: {len(hosts)} hosts ({hosts[0]} … {hosts[-1]}), {len(p.slots)} rank slots")
+        click.echo(f"SMPI options: {p.config or 'none beyond the XML'}")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in (("platform.xml", p.xml), ("hostfile", "\n".join(p.slots) + "\n")):
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(out / name)
+    click.echo(f"wrote {out / 'platform.xml'} and {out / 'hostfile'} ({len(p.slots)} rank slots)")
