@@ -63,6 +63,20 @@ class NetworkFit:
     def breakpoints(self) -> dict[str, list[float]]:
         return {op: f.breakpoints for op, f in self.fits.items()}
 
+    def _op(self, operation: str) -> PiecewiseLinear:
+        try:
+            return self.fits[operation]
+        except KeyError:
+            raise HplsimError(f"no fit of {operation!r} (fitted: {', '.join(self.fits)})") from None
+
+    def predict(self, operation: str, size: np.ndarray) -> np.ndarray:
+        """Expected duration (s) of `operation` for messages of `size` bytes, as measured
+        (ping-pong: the round trip)."""
+        return self._op(operation).predict(size)
+
+    def sample(self, operation: str, size: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return self._op(operation).sample(size, rng)
+
 
 def select_cluster(data: pd.DataFrame, cluster: str | None) -> tuple[pd.DataFrame, str | None]:
     clusters = sorted({str(c) for c in data["cluster"].dropna()}) if "cluster" in data else []
