@@ -23,6 +23,7 @@ from hplsim.errors import HplsimError
 from hplsim.hpl.build import EMULATED, hpl_binary
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
+from hplsim.hpl.options import HPL_OPTION_KEYS, INTS, IntList, hpl_options, params_from_options  # noqa: F401
 from hplsim.models.modelfile import ModelFile, load_model, write_runtime_table
 from hplsim.platform.spec import Platform, load_platform
 from hplsim.presets import DEFAULT, PRESETS, get_preset
@@ -181,49 +182,8 @@ def predict(
 # ------------------------------------------------------------------------------- CLI
 
 
-class IntList(click.ParamType):
-    """``4000`` or ``2000,4000,8000``."""
-
-    name = "int-list"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            items = tuple(int(v) for v in str(value).split(",") if v.strip())
-        except ValueError:
-            self.fail(f"{value!r} is not an integer or a comma-separated list of integers", param, ctx)
-        if not items:
-            self.fail("empty list", param, ctx)
-        return items
-
-
-INTS = IntList()
 EXAMPLE = dict(n=20000, p=8, q=8)  # the built-in example's size (see README)
-
-
-def _params_from_options(base: HplParams | None, opts: dict) -> HplParams:
-    if base is None:
-        if opts["n"] is None:
-            raise HplsimError("give the problem size with -N (or an HPL.dat with --hpl-dat, or --preset)")
-        base = HplParams(ns=opts["n"])
-    changes = {}
-    for key, field in (("n", "ns"), ("nb", "nbs"), ("pfact", "pfacts"), ("rfact", "rfacts"), ("nbmin", "nbmins"),
-                       ("ndiv", "ndivs"), ("bcast", "bcasts"), ("depth", "depths")):
-        if opts[key] is not None:
-            changes[field] = opts[key]
-    if opts["p"] is not None or opts["q"] is not None:
-        ps = opts["p"] or tuple(p for p, _ in base.grids)
-        qs = opts["q"] or tuple(q for _, q in base.grids)
-        if len(ps) != len(qs):
-            raise HplsimError(f"-P and -Q must list as many values ({len(ps)} vs {len(qs)})")
-        changes["grids"] = tuple(zip(ps, qs))
-    for key in ("swap", "pmap"):
-        if opts[key] is not None:
-            changes[key] = opts[key]
-    if opts["swap_threshold"] is not None:
-        changes["swap_threshold"] = opts["swap_threshold"]
-    return base.replace(**changes)
+_params_from_options = params_from_options  # kept for callers of the old private name
 
 
 def _format_table(preds: list[Prediction]) -> str:
@@ -255,20 +215,7 @@ def _format_breakdown(p: Prediction) -> str:
 
 
 @click.command("predict")
-@click.option("-N", "n", type=INTS, help="Problem size(s) N, e.g. 20000 or 10000,20000.")
-@click.option("--nb", type=INTS, help="Block size(s) NB.")
-@click.option("-P", "p", type=INTS, help="Process rows (paired with -Q like HPL.dat's Ps/Qs).")
-@click.option("-Q", "q", type=INTS, help="Process columns.")
-@click.option("--pfact", type=INTS, help="Panel factorization(s): 0 left, 1 Crout, 2 right.")
-@click.option("--rfact", type=INTS, help="Recursive factorization(s): 0 left, 1 Crout, 2 right.")
-@click.option("--nbmin", type=INTS, help="Recursion stopping size(s) NBMIN.")
-@click.option("--ndiv", type=INTS, help="Panels in recursion NDIV.")
-@click.option("--bcast", type=INTS, help="Broadcast(s): 0 1ring, 1 1ringM, 2 2ring, 3 2ringM, 4 long, 5 longM.")
-@click.option("--depth", type=INTS, help="Look-ahead depth(s).")
-@click.option("--swap", type=int, help="Swap: 0 binary-exchange, 1 spread-roll, 2 mix.")
-@click.option("--swap-threshold", type=int, help="Column threshold of the mixed swap.")
-@click.option("--pmap", type=int, help="Process mapping: 0 row-major, 1 column-major.")
-@click.option("--hpl-dat", type=click.Path(path_type=Path), help="Read the HPL parameters (all lists) from an HPL.dat.")
+@hpl_options
 @click.option("--platform", "platform_path", type=click.Path(path_type=Path),
               help="Platform: YAML spec or SimGrid XML (default: the built-in Dahu platform).")
 @click.option("--ranks-per-host", type=int, help="Rank slots per host of an XML platform (default: its cores).")
@@ -289,9 +236,7 @@ def predict_command(**opts) -> None:
     With no option at all, runs the built-in example: HPL on 64 ranks (2 Dahu nodes),
     N=20,000, with the published Dahu models.
     """
-    hpl_opts = ("n", "nb", "p", "q", "pfact", "rfact", "nbmin", "ndiv", "bcast", "depth", "swap",
-                "swap_threshold", "pmap", "hpl_dat")
-    example = all(opts[k] is None for k in (*hpl_opts, "preset", "platform_path", "model_path"))
+    example = all(opts[k] is None for k in (*HPL_OPTION_KEYS, "preset", "platform_path", "model_path"))
     preset = get_preset(opts["preset"]) if opts["preset"] else None
 
     if example:
@@ -306,7 +251,7 @@ def predict_command(**opts) -> None:
             if opts["n"] is None:
                 raise HplsimError(f"--preset {preset.name} needs the problem size -N")
             base = HplParams.from_config(preset.config(opts["n"][0])).replace(ns=opts["n"])
-        params = _params_from_options(base, opts)
+        params = params_from_options(base, opts)
 
     source = preset or DEFAULT
     platform = load_platform(opts["platform_path"] or source.platform,
