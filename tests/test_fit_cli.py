@@ -312,7 +312,7 @@ def doc_commands() -> list[str]:
 
 def test_docs_examples_run(dahu_dir, tmp_path):
     commands = doc_commands()
-    assert len(commands) >= 7
+    assert len(commands) >= 6
     (tmp_path / "my-cluster.yaml").write_text(yaml.safe_dump(
         {"format": "hplsim-platform", "nodes": 8, "cores_per_node": 4, "host_prefix": "dahu-",
          "host_suffix": ".grid5000.fr", "network": {"bandwidth": "12.5GBps", "latency": "0.1us"}}))
