@@ -30,7 +30,7 @@ import yaml
 from hplsim.errors import HplsimError
 
 FORMAT_VERSION = 1
-KINDS = ("dgemm", "dtrsm", "mpi")
+KINDS = ("dgemm", "dtrsm", "mpi", "hpl")  # hpl: real HPL runs (hplsim run-real)
 STATUSES = ("complete", "aborted")
 
 BLAS_COLUMNS = ("function", "m", "n", "k", "side", "lda", "ldb", "ldc",
@@ -46,7 +46,7 @@ FIXED_COLUMNS: dict[str, tuple[str, ...]] = {
     "results/mpi.csv": MPI_COLUMNS,
     "monitoring.csv": MONITORING_COLUMNS,
 }
-TEXT_COLUMNS = {"function", "side", "host", "operation"}
+TEXT_COLUMNS = {"function", "side", "host", "operation", "label", "residual_check"}
 
 # Short table names accepted by `Archive.table`.
 TABLE_MEMBERS = {
@@ -55,6 +55,8 @@ TABLE_MEMBERS = {
     "dtrsm": "results/dtrsm.csv",
     "mpi": "results/mpi.csv",
     "monitoring": "monitoring.csv",
+    "hpl": "results/hpl.csv",
+    "kernels": "results/kernels.csv",
 }
 
 

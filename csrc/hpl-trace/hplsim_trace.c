@@ -1,0 +1,323 @@
+/* Kernel tracer for the real HPL (`hplsim.real.trace`).
+ *
+ * Linked into a copy of the real xhpl with `-Wl,--wrap=<kernel>` for every kernel the
+ * emulation replaces by a time model (the BLAS HPL calls through HPL_CALL_CBLAS, and HPL's
+ * own copy and row-swap kernels), and for HPL_pdgesv. Each wrapper times the real call on
+ * CLOCK_MONOTONIC and records it, but only inside HPL_pdgesv (the factorization and solve
+ * that HPL times): matrix generation and the residual check are not recorded.
+ *
+ * A call the emulation skips (an empty operand: the BLAS's quick return, see
+ * csrc/kernel-models/blas.c) is not recorded either, so that the recorded calls are exactly
+ * the ones the emulation charges.
+ *
+ * At exit each rank writes $HPLSIM_TRACE_DIR/trace-<rank>.csv (columns: function, m, n, k,
+ * m0, m1, side, duration, start, host, cpu, core, rank). The first row of every rank is
+ * HPL_pdgesv itself (its duration is HPL's timed region on that rank).
+ * $HPLSIM_TRACE_MAX caps the number of calls kept per rank (default 4,000,000).
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+  T_PDGESV, T_DGEMM, T_DTRSM, T_DGEMV, T_DGER, T_DTRSV, T_DAXPY, T_DSCAL, T_DSWAP, T_IDAMAX,
+  T_DLACPY, T_DLATCPY, T_00N, T_10N, T_01N, T_01T, T_02N, T_03N, T_03T, T_04N, T_04T, T_05N,
+  T_05T, T_06N, T_06T, T_COUNT
+};
+static const char *NAMES[T_COUNT] = {
+  "HPL_pdgesv", "dgemm", "dtrsm", "dgemv", "dger", "dtrsv", "daxpy", "dscal", "dswap", "idamax",
+  "HPL_dlacpy", "HPL_dlatcpy", "HPL_dlaswp00N", "HPL_dlaswp10N", "HPL_dlaswp01N", "HPL_dlaswp01T",
+  "HPL_dlaswp02N", "HPL_dlaswp03N", "HPL_dlaswp03T", "HPL_dlaswp04N", "HPL_dlaswp04T",
+  "HPL_dlaswp05N", "HPL_dlaswp05T", "HPL_dlaswp06N", "HPL_dlaswp06T",
+};
+/* how the three recorded sizes map to the model's variables */
+enum { V_N, V_MN, V_MNK, V_M0M1N, V_NONE };
+static const int VARS[T_COUNT] = {
+  V_NONE, V_MNK, V_MNK, V_MN, V_MN, V_N, V_N, V_N, V_N, V_N,
+  V_MN, V_MN, V_MN, V_MN, V_MN, V_MN, V_MN, V_MN, V_MN, V_M0M1N, V_M0M1N, V_MN, V_MN, V_MN, V_MN,
+};
+
+typedef struct {
+  int kernel, a, b, c;
+  char side;
+  double start, duration;
+} rec_t;
+
+static rec_t *recs;
+static size_t nrec, cap, maxrec, dropped;
+static int active;
+
+static inline double now(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void add(int kernel, int a, int b, int c, char side, double t0, double t1)
+{
+  if (nrec == cap) {
+    if (maxrec == 0) {
+      const char *env = getenv("HPLSIM_TRACE_MAX");
+      maxrec = env ? strtoull(env, NULL, 10) : 4000000;
+      if (maxrec == 0)
+        maxrec = 1;
+    }
+    if (cap >= maxrec) {
+      dropped++;
+      return;
+    }
+    size_t ncap = cap ? 2 * cap : 65536;
+    if (ncap > maxrec)
+      ncap = maxrec;
+    rec_t *n = realloc(recs, ncap * sizeof *n);
+    if (!n) {
+      dropped++;
+      return;
+    }
+    recs = n;
+    cap = ncap;
+  }
+  recs[nrec++] = (rec_t){kernel, a, b, c, side, t0, t1 - t0};
+}
+
+#define TIMED(kernel, a, b, c, side, record, call)                                                  \
+  do {                                                                                              \
+    if (!active || !(record)) {                                                                     \
+      call;                                                                                         \
+    } else {                                                                                        \
+      double t0_ = now();                                                                           \
+      call;                                                                                         \
+      add(kernel, a, b, c, side, t0_, now());                                                       \
+    }                                                                                               \
+  } while (0)
+
+/* ------------------------------------------------------------------------- BLAS (cblas) */
+
+void __real_cblas_dgemm(int, int, int, int, int, int, double, const double *, int, const double *, int,
+                        double, double *, int);
+void __wrap_cblas_dgemm(int order, int ta, int tb, int M, int N, int K, double alpha, const double *A,
+                        int lda, const double *B, int ldb, double beta, double *C, int ldc)
+{
+  int rec = !(M <= 0 || N <= 0 || ((K <= 0 || alpha == 0.0) && beta == 1.0));
+  TIMED(T_DGEMM, M, N, K, 0, rec,
+        __real_cblas_dgemm(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
+}
+
+void __real_cblas_dtrsm(int, int, int, int, int, int, int, double, const double *, int, double *, int);
+void __wrap_cblas_dtrsm(int order, int side, int uplo, int ta, int diag, int M, int N, double alpha,
+                        const double *A, int lda, double *B, int ldb)
+{
+  int left = side == 141; /* HplLeft / CblasLeft */
+  TIMED(T_DTRSM, M, N, left ? M : N, left ? 'L' : 'R', M > 0 && N > 0,
+        __real_cblas_dtrsm(order, side, uplo, ta, diag, M, N, alpha, A, lda, B, ldb));
+}
+
+void __real_cblas_dgemv(int, int, int, int, double, const double *, int, const double *, int, double,
+                        double *, int);
+void __wrap_cblas_dgemv(int order, int ta, int M, int N, double alpha, const double *A, int lda,
+                        const double *X, int incx, double beta, double *Y, int incy)
+{
+  TIMED(T_DGEMV, M, N, 0, 0, !(M <= 0 || N <= 0 || (alpha == 0.0 && beta == 1.0)),
+        __real_cblas_dgemv(order, ta, M, N, alpha, A, lda, X, incx, beta, Y, incy));
+}
+
+void __real_cblas_dger(int, int, int, double, const double *, int, const double *, int, double *, int);
+void __wrap_cblas_dger(int order, int M, int N, double alpha, const double *X, int incx, const double *Y,
+                       int incy, double *A, int lda)
+{
+  TIMED(T_DGER, M, N, 0, 0, !(M <= 0 || N <= 0 || alpha == 0.0),
+        __real_cblas_dger(order, M, N, alpha, X, incx, Y, incy, A, lda));
+}
+
+void __real_cblas_dtrsv(int, int, int, int, int, const double *, int, double *, int);
+void __wrap_cblas_dtrsv(int order, int uplo, int ta, int diag, int N, const double *A, int lda, double *X,
+                        int incx)
+{
+  TIMED(T_DTRSV, N, 0, 0, 0, N > 0, __real_cblas_dtrsv(order, uplo, ta, diag, N, A, lda, X, incx));
+}
+
+void __real_cblas_daxpy(int, double, const double *, int, double *, int);
+void __wrap_cblas_daxpy(int N, double alpha, const double *X, int incx, double *Y, int incy)
+{
+  TIMED(T_DAXPY, N, 0, 0, 0, N > 0, __real_cblas_daxpy(N, alpha, X, incx, Y, incy));
+}
+
+void __real_cblas_dscal(int, double, double *, int);
+void __wrap_cblas_dscal(int N, double alpha, double *X, int incx)
+{
+  TIMED(T_DSCAL, N, 0, 0, 0, N > 0, __real_cblas_dscal(N, alpha, X, incx));
+}
+
+void __real_cblas_dswap(int, double *, int, double *, int);
+void __wrap_cblas_dswap(int N, double *X, int incx, double *Y, int incy)
+{
+  TIMED(T_DSWAP, N, 0, 0, 0, N > 0, __real_cblas_dswap(N, X, incx, Y, incy));
+}
+
+int __real_cblas_idamax(int, const double *, int);
+int __wrap_cblas_idamax(int N, const double *X, int incx)
+{
+  int r;
+  TIMED(T_IDAMAX, N, 0, 0, 0, N > 0, r = __real_cblas_idamax(N, X, incx));
+  return r;
+}
+
+/* ------------------------------------------------------------------------- HPL's kernels */
+
+void __real_HPL_dlacpy(int, int, const double *, int, double *, int);
+void __wrap_HPL_dlacpy(int M, int N, const double *A, int LDA, double *B, int LDB)
+{
+  TIMED(T_DLACPY, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlacpy(M, N, A, LDA, B, LDB));
+}
+
+void __real_HPL_dlatcpy(int, int, const double *, int, double *, int);
+void __wrap_HPL_dlatcpy(int M, int N, const double *A, int LDA, double *B, int LDB)
+{
+  TIMED(T_DLATCPY, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlatcpy(M, N, A, LDA, B, LDB));
+}
+
+#define SWAP_A(suffix, id)                                                                          \
+  void __real_HPL_dlaswp##suffix(int, int, double *, int, const int *);                             \
+  void __wrap_HPL_dlaswp##suffix(int M, int N, double *A, int LDA, const int *IPIV)                 \
+  {                                                                                                 \
+    TIMED(id, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, A, LDA, IPIV));           \
+  }
+SWAP_A(00N, T_00N)
+SWAP_A(10N, T_10N)
+
+#define SWAP_AU(suffix, id)                                                                         \
+  void __real_HPL_dlaswp##suffix(int, int, double *, int, double *, int, const int *, const int *); \
+  void __wrap_HPL_dlaswp##suffix(int M, int N, double *A, int LDA, double *U, int LDU, const int *LA, \
+                                 const int *LAU)                                                    \
+  {                                                                                                 \
+    TIMED(id, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, A, LDA, U, LDU, LA, LAU)); \
+  }
+SWAP_AU(01N, T_01N)
+SWAP_AU(01T, T_01T)
+SWAP_AU(05N, T_05N)
+SWAP_AU(05T, T_05T)
+
+void __real_HPL_dlaswp02N(int, int, const double *, int, double *, double *, int, const int *, const int *);
+void __wrap_HPL_dlaswp02N(int M, int N, const double *A, int LDA, double *W0, double *W, int LDW,
+                          const int *LA, const int *LAU)
+{
+  TIMED(T_02N, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlaswp02N(M, N, A, LDA, W0, W, LDW, LA, LAU));
+}
+
+#define SWAP_03(suffix, id)                                                                         \
+  void __real_HPL_dlaswp##suffix(int, int, double *, int, const double *, const double *, int);     \
+  void __wrap_HPL_dlaswp##suffix(int M, int N, double *U, int LDU, const double *W0, const double *W, \
+                                 int LDW)                                                           \
+  {                                                                                                 \
+    TIMED(id, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, U, LDU, W0, W, LDW));     \
+  }
+SWAP_03(03N, T_03N)
+SWAP_03(03T, T_03T)
+
+#define SWAP_04(suffix, id)                                                                         \
+  void __real_HPL_dlaswp##suffix(int, int, int, double *, int, double *, int, const double *,       \
+                                 const double *, int, const int *, const int *);                    \
+  void __wrap_HPL_dlaswp##suffix(int M0, int M1, int N, double *U, int LDU, double *A, int LDA,     \
+                                 const double *W0, const double *W, int LDW, const int *LA,         \
+                                 const int *LAU)                                                    \
+  {                                                                                                 \
+    TIMED(id, M0, M1, N, 0, !((M0 <= 0 && M1 <= 0) || N <= 0),                                      \
+          __real_HPL_dlaswp##suffix(M0, M1, N, U, LDU, A, LDA, W0, W, LDW, LA, LAU));               \
+  }
+SWAP_04(04N, T_04N)
+SWAP_04(04T, T_04T)
+
+#define SWAP_06(suffix, id)                                                                         \
+  void __real_HPL_dlaswp##suffix(int, int, double *, int, double *, int, const int *);              \
+  void __wrap_HPL_dlaswp##suffix(int M, int N, double *A, int LDA, double *U, int LDU, const int *LA) \
+  {                                                                                                 \
+    TIMED(id, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, A, LDA, U, LDU, LA));     \
+  }
+SWAP_06(06N, T_06N)
+SWAP_06(06T, T_06T)
+
+/* ------------------------------------------------------------------------- timed region */
+
+struct HPL_S_grid;
+struct HPL_S_palg;
+struct HPL_S_pmat;
+void __real_HPL_pdgesv(struct HPL_S_grid *, struct HPL_S_palg *, struct HPL_S_pmat *);
+void __wrap_HPL_pdgesv(struct HPL_S_grid *grid, struct HPL_S_palg *algo, struct HPL_S_pmat *a)
+{
+  size_t slot = nrec;
+  double t0 = now();
+  add(T_PDGESV, 0, 0, 0, 0, t0, t0); /* placeholder, completed below: first row of the run */
+  active = 1;
+  __real_HPL_pdgesv(grid, algo, a);
+  active = 0;
+  if (slot < nrec)
+    recs[slot].duration = now() - t0;
+}
+
+/* ------------------------------------------------------------------------- output */
+
+static int env_rank(void)
+{
+  const char *names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    const char *v = getenv(names[i]);
+    if (v && *v)
+      return atoi(v);
+  }
+  return (int)getpid();
+}
+
+static int socket_of(int core)
+{
+  char path[128];
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", core);
+  FILE *f = fopen(path, "r");
+  int s = 0;
+  if (f) {
+    if (fscanf(f, "%d", &s) != 1)
+      s = 0;
+    fclose(f);
+  }
+  return s;
+}
+
+__attribute__((destructor)) static void hplsim_trace_dump(void)
+{
+  const char *dir = getenv("HPLSIM_TRACE_DIR");
+  if (!dir || !*dir || nrec == 0)
+    return;
+  int rank = env_rank();
+  char path[4096], host[256] = "";
+  snprintf(path, sizeof path, "%s/trace-%d.csv", dir, rank);
+  gethostname(host, sizeof host - 1);
+  int core = sched_getcpu();
+  int cpu = socket_of(core < 0 ? 0 : core);
+  FILE *out = fopen(path, "w");
+  if (!out) {
+    perror(path);
+    return;
+  }
+  fprintf(out, "function,m,n,k,m0,m1,side,duration,start,host,cpu,core,rank\n");
+  for (size_t i = 0; i < nrec; i++) {
+    const rec_t *r = &recs[i];
+    char sizes[96];
+    switch (VARS[r->kernel]) {
+    case V_N: snprintf(sizes, sizeof sizes, ",%d,,,", r->a); break;
+    case V_MN: snprintf(sizes, sizeof sizes, "%d,%d,,,", r->a, r->b); break;
+    case V_MNK: snprintf(sizes, sizeof sizes, "%d,%d,%d,,", r->a, r->b, r->c); break;
+    case V_M0M1N: snprintf(sizes, sizeof sizes, ",%d,,%d,%d", r->c, r->a, r->b); break;
+    default: snprintf(sizes, sizeof sizes, ",,,,"); break;
+    }
+    fprintf(out, "%s,%s,%s,%.9e,%.9f,%s,%d,%d,%d\n", NAMES[r->kernel], sizes,
+            r->side ? (r->side == 'L' ? "L" : "R") : "", r->duration, r->start, host, cpu, core, rank);
+  }
+  if (dropped)
+    fprintf(stderr, "hplsim trace: rank %d kept %zu calls, dropped %zu (HPLSIM_TRACE_MAX)\n", rank, nrec,
+            dropped);
+  fclose(out);
+}

@@ -1,0 +1,91 @@
+"""HPL's output: the result lines and the residual checks, read back.
+
+HPL 2.0 prints, for each test::
+
+    T/V                N    NB     P     Q               Time                 Gflops
+    --------------------------------------------------------------------------------
+    WR11C2R4        2000   128     1     2               0.23              2.327e+01
+    --------------------------------------------------------------------------------
+    ||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+||b||_oo)*N)=        0.0036790 ...... PASSED
+
+(the residual line is absent when the threshold of HPL.dat is not positive: the check is
+skipped). Time has two decimals only; Gflops has four significant digits, so it is the
+precise figure of a short run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from hplsim.errors import HplsimError
+from hplsim.hpl.config import HplConfig
+
+_RESULT = re.compile(
+    r"^(W[RC]\d\d[LCR]\d+[LCR]\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.eE+-]+)\s*$")
+_RESIDUAL = re.compile(r"^(\|\|.*)=\s*([0-9.eE+-]+|nan|-?inf)\s*\.+\s*(PASSED|FAILED)\s*$", re.I)
+_ERROR = re.compile(r"HPL ERROR|Illegal input|illegal input values|Need at least|Execution stopped", re.I)
+
+PASSED, FAILED, SKIPPED = "PASSED", "FAILED", "SKIPPED"
+
+
+@dataclass
+class HplResult:
+    """One test of an HPL run, as HPL printed it."""
+
+    label: str  # T/V, e.g. WR11C2R4
+    n: int
+    nb: int
+    p: int
+    q: int
+    time_s: float
+    gflops: float
+    residuals: list[tuple[str, float, str]] = field(default_factory=list)  # (expression, value, verdict)
+
+    @property
+    def residual_check(self) -> str:
+        if not self.residuals:
+            return SKIPPED
+        return FAILED if any(v != PASSED for _, _, v in self.residuals) else PASSED
+
+    @property
+    def residual(self) -> float | None:
+        return max(r for _, r, _ in self.residuals) if self.residuals else None
+
+    def matches(self, config: HplConfig) -> bool:
+        return (self.label, self.n, self.nb, self.p, self.q) == (config.label(), config.n, config.nb, config.p,
+                                                                 config.q)
+
+
+def parse_hpl_output(text: str) -> list[HplResult]:
+    """Every test HPL reported, in order, each with the residual lines that follow it."""
+    results: list[HplResult] = []
+    for line in text.splitlines():
+        line = line.strip()
+        m = _RESULT.match(line)
+        if m:
+            label, n, nb, p, q, t, gf = m.groups()
+            results.append(HplResult(label, int(n), int(nb), int(p), int(q), float(t), float(gf)))
+            continue
+        m = _RESIDUAL.match(line)
+        if m and results:
+            results[-1].residuals.append((m.group(1).strip(), float(m.group(2)), m.group(3).upper()))
+    return results
+
+
+def error_lines(text: str) -> list[str]:
+    """HPL's own complaints (illegal input, errors), for a one-line explanation."""
+    return [line.strip() for line in text.splitlines() if _ERROR.search(line)]
+
+
+def expect_result(text: str, config: HplConfig) -> HplResult:
+    """The result of the single test `config` in the output of a run, or a one-line error."""
+    results = parse_hpl_output(text)
+    if not results:
+        errors = error_lines(text)
+        raise HplsimError("HPL printed no result" + (f": {errors[0]}" if errors else ""))
+    if len(results) != 1 or not results[0].matches(config):
+        got = ", ".join(f"{r.label} N={r.n} NB={r.nb} {r.p}x{r.q}" for r in results)
+        raise HplsimError(f"HPL reported {got}, expected {config.label()} N={config.n} NB={config.nb} "
+                          f"{config.p}x{config.q}")
+    return results[0]

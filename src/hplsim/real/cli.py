@@ -1,0 +1,82 @@
+"""``hplsim run-real``: the real HPL, with the same parameters as ``hplsim predict``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from hplsim.errors import HplsimError
+from hplsim.hpl.hpldat import read_hpl_dat
+from hplsim.hpl.options import hpl_options, params_from_options
+from hplsim.real import run as real_run
+from hplsim.real.run import DEFAULT_THRESHOLD, DEFAULT_TIMEOUT_S, LAUNCHERS, Launch, RealResult
+
+
+def format_results(results: list[RealResult]) -> str:
+    head = (f"{'T/V':<10}{'N':>8}{'NB':>6}{'P':>4}{'Q':>4}{'Time (s)':>11}{'Gflops':>11}"
+            f"{'min – max':>20}{'runs':>6}  residual")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        c = r.config
+        spread = f"{r.gflops_min:.4g} – {r.gflops_max:.4g}" if len(r.runs) > 1 else ""
+        lines.append(f"{c.label():<10}{c.n:>8}{c.nb:>6}{c.p:>4}{c.q:>4}{r.time_s:>11.2f}{r.gflops:>11.4g}"
+                     f"{spread:>20}{len(r.runs):>6}  {r.residual_check}")
+    return "\n".join(lines)
+
+
+@click.command("run-real")
+@hpl_options
+@click.option("--repeat", type=int, default=1, show_default=True,
+              help="Run every configuration this many times (interleaved); report the median and min–max.")
+@click.option("--shuffle/--no-shuffle", default=False, show_default=True,
+              help="Shuffle the configurations within each repetition (seeded by --seed).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle.")
+@click.option("--threshold", type=float, default=None,
+              help=f"Residual check threshold (default: the HPL.dat's, else {DEFAULT_THRESHOLD:g}); "
+                   "not positive: HPL skips the check.")
+@click.option("--hostfile", type=click.Path(dir_okay=False, path_type=Path),
+              help="Run on these hosts with mpirun ('host slots=N' lines); the run directory must be shared.")
+@click.option("--launcher", type=click.Choice(LAUNCHERS), default="auto", show_default=True,
+              help="local (this host's cores), mpirun (with --hostfile), srun (inside a Slurm allocation); "
+                   "auto: srun inside an allocation, mpirun with a hostfile, else local.")
+@click.option("--oversubscribe", is_flag=True,
+              help="Allow more ranks than cores (unpinned): for testing only, the timings mean nothing.")
+@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True,
+              help="Kill a run lasting longer than this (seconds): an error.")
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write an archive (zip: results, HPL's outputs, metadata; docs/formats/archive.md).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON list, one object per configuration (gflops and time_s are medians).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress messages on stderr.")
+def run_real(**opts) -> None:
+    """Run the real HPL (same HPL 2.0 source as the emulation, mpicc + OpenBLAS, one pinned
+    rank per core) and report HPL's Gflops, time and residual check.
+
+    \b
+    hplsim run-real -N 2000 --nb 64 -P 1 -Q 2 --json
+    hplsim run-real -N 5000,10000 --nb 128 -P 1,2 -Q 2,1 --repeat 3 --out real.zip
+    hplsim run-real --hpl-dat HPL.dat --hostfile hosts.txt
+    """
+    base = read_hpl_dat(opts["hpl_dat"]) if opts["hpl_dat"] else None
+    params = params_from_options(base, opts)
+    threshold = opts["threshold"] if opts["threshold"] is not None else (
+        base.threshold if base is not None else DEFAULT_THRESHOLD)
+    if params.output != "stdout":
+        click.echo(f"hplsim: note: the HPL.dat's output goes to {params.output}; run-real reads HPL's stdout",
+                   err=True)
+    launch = Launch.choose(opts["launcher"], opts["hostfile"], opts["oversubscribe"])
+    if opts["timeout"] is not None and opts["timeout"] <= 0:
+        raise HplsimError("--timeout must be positive")
+    say = None if opts["quiet"] else (lambda msg: click.echo(f"hplsim: {msg}", err=True))
+    done = real_run.run_real(params.configs(), launch, repeat=opts["repeat"], out=opts["out"], threshold=threshold,
+                    timeout=opts["timeout"], shuffle=opts["shuffle"], seed=opts["seed"], progress=say)
+    if opts["as_json"]:
+        json.dump([r.to_dict() for r in done.results], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        click.echo(format_results(done.results))
+    if done.archive is not None and say:
+        say(f"wrote {done.archive}")

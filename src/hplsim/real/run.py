@@ -1,0 +1,540 @@
+"""Run the real HPL (the same patched HPL 2.0 source as the emulation, built with mpicc and
+OpenBLAS) on this machine, a hostfile's hosts or a Slurm allocation, and read back what it
+says.
+
+    launch = Launch.choose()                                   # this host's cores
+    results = run_real(HplParams(ns=(2000,), nbs=(64,), grids=((1, 2),)).configs(), launch,
+                       repeat=3, out=Path("real.zip"))
+    results[0].gflops, results[0].gflops_min, results[0].runs[0].residual_check
+
+One configuration per `mpirun` (one HPL.dat holding that configuration only), so that a
+result never depends on which other configurations were asked for, as in `predict`.
+Repetitions are interleaved: repetition r runs every configuration before repetition r+1
+starts (optionally in a shuffled order), so that a slow spell of a shared machine spreads
+over configurations instead of biasing one.
+
+Everything that can be checked is checked before the first run: the ranks fit in the
+cores or slots, the matrix fits in memory, mpirun (or srun) exists. A residual check that
+FAILED, a crash or a timeout is an error (with the archive written up to that run, status
+``aborted``), never a number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from hplsim import __version__
+from hplsim.errors import HplsimError
+from hplsim.hpl.config import HplConfig, HplParams
+from hplsim.hpl.hpldat import write_hpl_dat
+from hplsim.hpl.output import FAILED, SKIPPED, error_lines, expect_result
+
+LAUNCHERS = ("auto", "local", "mpirun", "srun")
+DEFAULT_TIMEOUT_S = 24 * 3600.0
+DEFAULT_THRESHOLD = 16.0  # HPL.dat's usual residual threshold
+MEMORY_FRACTION = 0.9  # of MemAvailable the matrix may take
+RANK_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+class RealRunError(HplsimError):
+    """A run that gave no trustworthy number (crash, FAILED residual, timeout)."""
+
+
+# ------------------------------------------------------------------ where ranks run
+
+
+def _mem_available() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def available_cores() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def _mpirun_base() -> list[str]:
+    if shutil.which("mpirun") is None:
+        raise HplsimError("mpirun not found: install openmpi-bin (./bootstrap does)")
+    argv = ["mpirun"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-run-as-root")  # containers and CI often run as root
+    return argv
+
+
+@dataclass
+class Launch:
+    """How the ranks start and how many may run: this host's cores (``local``), a
+    hostfile's slots (``mpirun``) or a Slurm allocation's tasks (``srun``)."""
+
+    kind: str
+    slots: int
+    hosts: list[str]
+    hostfile: Path | None = None
+    oversubscribe: bool = False
+    local_slots: int = 0  # slots on this host (for the memory check)
+
+    @classmethod
+    def choose(cls, launcher: str = "auto", hostfile: Path | None = None, oversubscribe: bool = False) -> "Launch":
+        if launcher not in LAUNCHERS:
+            raise HplsimError(f"unknown launcher {launcher!r} (known: {', '.join(LAUNCHERS)})")
+        if launcher == "auto":
+            if hostfile is not None:
+                launcher = "mpirun"
+            elif os.environ.get("SLURM_JOB_ID") and shutil.which("srun"):
+                launcher = "srun"
+            else:
+                launcher = "local"
+        if launcher == "local":
+            if hostfile is not None:
+                raise HplsimError("--launcher local runs on this host only: drop --hostfile")
+            _mpirun_base()
+            cores = len(available_cores())
+            return cls("local", cores, [socket.gethostname()], oversubscribe=oversubscribe, local_slots=cores)
+        if launcher == "mpirun":
+            from hplsim.calibrate.hosts import check_resolvable, is_local, parse_hostfile
+
+            _mpirun_base()
+            if hostfile is None:
+                cores = len(available_cores())
+                return cls("mpirun", cores, [socket.gethostname()], oversubscribe=oversubscribe, local_slots=cores)
+            slots = parse_hostfile(Path(hostfile))
+            check_resolvable(list(slots), Path(hostfile))
+            local = sum(n for h, n in slots.items() if is_local(h))
+            return cls("mpirun", sum(slots.values()), list(slots), Path(hostfile), oversubscribe, local)
+        if shutil.which("srun") is None:
+            raise HplsimError("srun not found: --launcher srun needs Slurm")
+        ntasks = int(os.environ.get("SLURM_NTASKS") or os.environ.get("SLURM_NPROCS") or 0)
+        if ntasks < 1:
+            raise HplsimError("--launcher srun: SLURM_NTASKS is not set (run inside an allocation, e.g. salloc -n 64)")
+        nodes = os.environ.get("SLURM_JOB_NODELIST") or socket.gethostname()
+        return cls("srun", ntasks, [nodes], oversubscribe=oversubscribe, local_slots=0)
+
+    @property
+    def shared_workdir(self) -> bool:
+        """Ranks on other hosts read the run directory: it must be on a shared file system."""
+        return self.kind == "srun" or (self.hostfile is not None)
+
+    def describe(self) -> str:
+        if self.kind == "local":
+            return f"this host's {self.slots} cores"
+        if self.kind == "srun":
+            return f"the Slurm allocation's {self.slots} tasks"
+        return f"{self.slots} slots of {self.hostfile or 'this host'}"
+
+    def metadata(self) -> dict[str, Any]:
+        return {"launcher": self.kind, "slots": self.slots, "hosts": self.hosts,
+                "hostfile": str(self.hostfile) if self.hostfile else None, "oversubscribe": self.oversubscribe}
+
+    def argv(self, ranks: int, binary: Path, export: Sequence[str] = ()) -> list[str]:
+        """The command starting `ranks` ranks of `binary`; `export`: more environment
+        variables to pass to the ranks (besides single-threaded BLAS)."""
+        if self.kind == "srun":
+            env = ",".join(f"{k}={v}" for k, v in RANK_ENV.items())
+            return ["srun", f"--ntasks={ranks}", "--cpu-bind=cores", f"--export=ALL,{env}", str(binary)]
+        argv = [*_mpirun_base(), "-np", str(ranks)]
+        if self.hostfile is not None:
+            argv += ["--hostfile", str(self.hostfile)]
+        if self.oversubscribe:
+            argv += ["--oversubscribe", "--bind-to", "none"]
+        else:
+            argv += ["--map-by", "core", "--bind-to", "core"]
+        for k, v in RANK_ENV.items():
+            argv += ["-x", f"{k}={v}"]
+        for name in export:
+            argv += ["-x", name]
+        return [*argv, str(binary)]
+
+
+def matrix_bytes(n: int) -> int:
+    """What HPL allocates for the matrix [A | b]: 8·N·(N+1) bytes over all ranks."""
+    return 8 * n * (n + 1)
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.1f} GB" if x >= 1e8 else f"{x / 1e6:.0f} MB"
+
+
+def check_configs(configs: Sequence[HplConfig], launch: Launch) -> None:
+    """Refuse, before anything runs, what cannot run: more ranks than slots, a matrix
+    larger than this host's available memory."""
+    if not configs:
+        raise HplsimError("no HPL configuration to run")
+    for c in configs:
+        if c.ranks > launch.slots and not launch.oversubscribe:
+            raise HplsimError(f"P x Q = {c.p} x {c.q} = {c.ranks} ranks, but {launch.describe()} allow only "
+                              f"{launch.slots} (one rank per core; --oversubscribe to force)")
+    avail = _mem_available()
+    if avail is None:
+        return
+    for c in configs:
+        # the share of the matrix held by the ranks of this host (all of it for a local run)
+        here = c.ranks if launch.kind == "local" else min(c.ranks, launch.local_slots)
+        need = matrix_bytes(c.n) * here / c.ranks
+        if need > MEMORY_FRACTION * avail:
+            raise HplsimError(f"N = {c.n} needs {_gb(need)} for the matrix on this host (8·N² bytes), more than "
+                              f"{MEMORY_FRACTION:.0%} of the {_gb(avail)} available: lower N "
+                              f"(at most about {int((MEMORY_FRACTION * avail / 8) ** 0.5)} here)")
+
+
+# ------------------------------------------------------------------ results
+
+
+@dataclass
+class RealRun:
+    """One execution of one configuration."""
+
+    config: HplConfig
+    repetition: int
+    order: int  # position in the whole sequence of runs
+    time_s: float
+    gflops: float
+    residual: float | None
+    residual_check: str
+    wall_s: float  # mpirun's whole run, HPL's set-up and residual check included
+    start: float  # Unix time
+    load_before: float | None  # 1-minute load average when the run started
+
+    def row(self) -> dict[str, Any]:
+        return {"order": self.order, "repetition": self.repetition, "label": self.config.label(),
+                **self.config.as_dict(), "time_s": self.time_s, "gflops": self.gflops, "residual": self.residual,
+                "residual_check": self.residual_check, "wall_s": self.wall_s, "start": self.start,
+                "load_before": self.load_before}
+
+
+@dataclass
+class RealResult:
+    """One configuration over its repetitions."""
+
+    config: HplConfig
+    runs: list[RealRun] = field(default_factory=list)
+
+    @property
+    def gflops(self) -> float:
+        return statistics.median(r.gflops for r in self.runs)
+
+    @property
+    def gflops_min(self) -> float:
+        return min(r.gflops for r in self.runs)
+
+    @property
+    def gflops_max(self) -> float:
+        return max(r.gflops for r in self.runs)
+
+    @property
+    def time_s(self) -> float:
+        return statistics.median(r.time_s for r in self.runs)
+
+    @property
+    def residual_check(self) -> str:
+        checks = {r.residual_check for r in self.runs}
+        return FAILED if FAILED in checks else SKIPPED if SKIPPED in checks else "PASSED"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.config.as_dict(), "label": self.config.label(),
+            "gflops": self.gflops, "time_s": self.time_s, "residual_check": self.residual_check,
+            "repetitions": len(self.runs), "gflops_min": self.gflops_min, "gflops_max": self.gflops_max,
+            "runs": [{"repetition": r.repetition, "gflops": r.gflops, "time_s": r.time_s, "residual": r.residual,
+                      "residual_check": r.residual_check, "wall_s": r.wall_s, "load_before": r.load_before}
+                     for r in self.runs],
+            "hplsim_version": __version__,
+        }
+
+
+@dataclass
+class RealRunSet:
+    results: list[RealResult]
+    archive: Path | None
+    status: str
+    kernels: "pd.DataFrame | None" = None  # traced runs: every kernel call (docs/formats/archive.md)
+
+
+# ------------------------------------------------------------------ running
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _loadavg() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+@dataclass
+class _Outcome:
+    argv: list[str]
+    start: float
+    end: float
+    returncode: int | None
+    stdout: str
+    stderr: str
+    error: str | None = None
+
+
+def _execute(argv: list[str], cwd: Path, timeout: float | None, env: dict[str, str] | None = None) -> _Outcome:
+    start = time.time()
+    try:
+        # own session: a timeout or Ctrl-C stops mpirun and its ranks together
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="replace", start_new_session=True, env=env)
+    except OSError as exc:
+        raise HplsimError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        return _Outcome(argv, start, time.time(), None, out, err, f"timed out after {timeout:g} s")
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return _Outcome(argv, start, time.time(), proc.returncode, out, err)
+
+
+def _failure(config: HplConfig, o: _Outcome) -> str | None:
+    what = f"HPL {config.label()} N={config.n} NB={config.nb} {config.p}x{config.q}"
+    if o.error:
+        return f"{what} {o.error}"
+    if o.returncode != 0:
+        hints = error_lines(o.stdout + "\n" + o.stderr)
+        lines = [line.strip() for line in o.stderr.splitlines() if line.strip()]
+        detail = hints[0] if hints else (lines[-1] if lines else "no message")
+        return f"{what} crashed (exit code {o.returncode}): {detail}"
+    return None
+
+
+def run_real(
+    configs: Sequence[HplConfig],
+    launch: Launch | None = None,
+    repeat: int = 1,
+    out: Path | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    shuffle: bool = False,
+    seed: int = 0,
+    binary: Path | None = None,
+    workdir: Path | None = None,
+    keep_outputs: bool = True,
+    progress: Callable[[str], None] | None = None,
+    extra_env: dict[str, str] | None = None,
+    trace: bool = False,
+) -> RealRunSet:
+    """Run every configuration `repeat` times; write the archive `out` (if given); return
+    the results by configuration (in the order given). Raises `RealRunError` at the first
+    crash or FAILED residual, after writing the archive (status ``aborted``).
+
+    trace: run the traced HPL (`hplsim.real.trace`): every kernel call the emulation
+    models is timed and returned (and archived as results/kernels.csv), tagged with the
+    run's ``order``. Local runs only (each rank writes its trace file on its host).
+    """
+    from hplsim.hpl.build import REAL, hpl_binary
+
+    configs = list(configs)
+    if repeat < 1:
+        raise HplsimError(f"--repeat must be at least 1, got {repeat}")
+    launch = launch or Launch.choose()
+    if trace and launch.kind != "local":
+        raise HplsimError("--trace runs on this host only (each rank writes its trace on its own host)")
+    check_configs(configs, launch)
+    if binary is None:
+        if trace:
+            from hplsim.real.trace import traced_binary
+
+            binary = traced_binary()
+        else:
+            binary = hpl_binary(REAL)
+    binary = Path(binary)
+    say = progress or (lambda msg: None)
+
+    plan: list[tuple[int, int]] = []  # (repetition, config index)
+    rng = random.Random(seed)
+    for r in range(repeat):
+        idx = list(range(len(configs)))
+        if shuffle:
+            rng.shuffle(idx)
+        plan += [(r, i) for i in idx]
+
+    from hplsim.calibrate import metadata as md
+
+    log = md.CommandLog()
+    start_time = md.now_iso()
+    results = [RealResult(c) for c in configs]
+    runs: list[RealRun] = []
+    traces: list[pd.DataFrame] = []
+    outputs: dict[str, str] = {}
+    status, reason, error = "complete", None, None
+    env = {**os.environ, **RANK_ENV, **(extra_env or {})}
+    parent = None
+    if workdir is not None:
+        parent = Path(workdir)
+    elif launch.shared_workdir:
+        parent = (Path(out).resolve().parent if out else Path.cwd())  # remote ranks read it
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".hplsim-real-", dir=parent) as tmp:
+        work = Path(tmp)
+        try:
+            for order, (r, i) in enumerate(plan):
+                config = configs[i]
+                write_hpl_dat(HplParams.from_config(config, threshold=threshold), work / "HPL.dat")
+                argv = launch.argv(config.ranks, binary, ("HPLSIM_TRACE_DIR",) if trace else ())
+                load = _loadavg()
+                say(f"run {order + 1}/{len(plan)}: {config.label()} N={config.n} NB={config.nb} "
+                    f"{config.p}x{config.q} (repetition {r + 1}/{repeat}) …")
+                if trace:
+                    tdir = work / f"trace-{order}"
+                    tdir.mkdir()
+                    env["HPLSIM_TRACE_DIR"] = str(tdir)
+                o = _execute(argv, work, timeout, env)
+                log.add(argv, o.start, o.end, o.returncode, o.stdout, o.stderr, error=o.error)
+                if keep_outputs:
+                    outputs[f"runs/{order:04d}-{config.label()}-{config.n}-{config.nb}-{config.p}x{config.q}"
+                            f"-r{r}.txt"] = o.stdout + ("\n--- stderr ---\n" + o.stderr if o.stderr.strip() else "")
+                fail = _failure(config, o)
+                if fail is None:
+                    try:
+                        res = expect_result(o.stdout, config)
+                    except HplsimError as exc:
+                        fail = f"HPL {config.label()} N={config.n}: {exc}"
+                    else:
+                        if res.residual_check == FAILED:
+                            fail = (f"HPL {config.label()} N={config.n} NB={config.nb} {config.p}x{config.q}: "
+                                    f"residual check FAILED (scaled residual {res.residual:g} >= threshold "
+                                    f"{threshold:g}): the result is wrong, not slow")
+                if fail is not None:
+                    status, reason = "aborted", fail
+                    error = RealRunError(fail)
+                    break
+                run = RealRun(config, r, order, res.time_s, res.gflops, res.residual, res.residual_check,
+                              o.end - o.start, o.start, load)
+                runs.append(run)
+                results[i].runs.append(run)
+                if trace:
+                    from hplsim.real.trace import read_traces
+
+                    calls = read_traces(tdir)
+                    calls.insert(0, "order", order)
+                    traces.append(calls)
+                say(f"  {res.gflops:.4g} Gflops in {res.time_s:.2f} s, residual check {res.residual_check}")
+        except KeyboardInterrupt:
+            status, reason = "aborted", "interrupted"
+            if out is not None:
+                _write_archive(out, configs, runs, outputs, log, launch, binary, threshold, repeat, shuffle, seed,
+                               start_time, status, reason, _concat(traces) if trace else None)
+            raise
+    kernels = _concat(traces) if trace else None
+    archive = None
+    if out is not None:
+        archive = _write_archive(out, configs, runs, outputs, log, launch, binary, threshold, repeat, shuffle, seed,
+                                 start_time, status, reason, kernels)
+    if error is not None:
+        if archive is not None:
+            raise RealRunError(f"{error} (archive {archive}, status aborted)")
+        raise error
+    return RealRunSet(results, archive, status, kernels)
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    from hplsim.real.trace import TRACE_COLUMNS
+
+    if not frames:
+        return pd.DataFrame(columns=["order", *TRACE_COLUMNS])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun], outputs: dict[str, str],
+                   log: Any, launch: Launch, binary: Path, threshold: float, repeat: int, shuffle: bool, seed: int,
+                   start_time: str, status: str, reason: str | None, kernels: pd.DataFrame | None = None) -> Path:
+    from hplsim.calibrate import metadata as md
+    from hplsim.calibrate.archive import ArchiveWriter
+    from hplsim.hpl.hpldat import format_hpl_dat
+
+    w = ArchiveWriter()
+    columns = ["order", "repetition", "label", *HplConfig.__dataclass_fields__, "time_s", "gflops", "residual",
+               "residual_check", "wall_s", "start", "load_before"]
+    w.add_table("results/hpl.csv", pd.DataFrame([r.row() for r in runs], columns=columns))
+    if kernels is not None:
+        w.add_table("results/kernels.csv", kernels)
+    for name, text in outputs.items():
+        w.add_text(name, text)
+    w.add_text("HPL.dat", format_hpl_dat(_params_of(configs, threshold)))
+    w.add_json("environment.json", md.environment())
+    info_log = md.CommandLog()
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        cpuinfo = ""
+    lscpu = info_log.run(["lscpu"]).stdout if shutil.which("lscpu") else ""
+    if cpuinfo:
+        w.add_text(f"hosts/{socket.gethostname()}/cpuinfo", cpuinfo)
+    if lscpu:
+        w.add_text(f"hosts/{socket.gethostname()}/lscpu.txt", lscpu)
+    if shutil.which("ldd"):
+        info_log.run(["ldd", str(binary)])  # which MPI and BLAS libraries the binary loads
+    meta: dict[str, Any] = {"kind": "hpl", "status": status}
+    if reason:
+        meta["abort_reason"] = reason
+    meta.update({
+        "hplsim": md.git_info(info_log), "command_line": md.command_line(),
+        "start_time": start_time, "end_time": md.now_iso(),
+        "run": {**launch.metadata(), "binary": str(binary), "rank_environment": RANK_ENV,
+                "argv_example": launch.argv(max(c.ranks for c in configs), binary)},
+        "traced": kernels is not None,
+        "hpl": {"configurations": len(configs), "repeat": repeat, "shuffled": shuffle, "seed": seed,
+                "threshold": threshold, "hpl_dat": "HPL.dat lists every configuration; each run used an HPL.dat "
+                                                    "holding its configuration only"},
+        "cpu": md.cpu_summary(lscpu, cpuinfo), "versions": md.versions(info_log, {}, False),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "counts": {"planned": len(configs) * repeat, "measured": len(runs)},
+    })
+    return w.write(out, meta, [*log.entries, *info_log.entries])
+
+
+def _params_of(configs: Sequence[HplConfig], threshold: float) -> HplParams:
+    """One HPL.dat listing the configurations' values (for the record: a superset when the
+    configurations are not a full product)."""
+    def uniq(values):
+        return tuple(dict.fromkeys(values))[:20]
+
+    c0 = configs[0]
+    return HplParams(
+        ns=uniq(c.n for c in configs), nbs=uniq(c.nb for c in configs),
+        grids=uniq((c.p, c.q) for c in configs), pmap=c0.pmap, threshold=threshold,
+        pfacts=uniq(c.pfact for c in configs), nbmins=uniq(c.nbmin for c in configs),
+        ndivs=uniq(c.ndiv for c in configs), rfacts=uniq(c.rfact for c in configs),
+        bcasts=uniq(c.bcast for c in configs), depths=uniq(c.depth for c in configs), swap=c0.swap,
+        swap_threshold=c0.swap_threshold, l1_transposed=c0.l1_transposed, u_transposed=c0.u_transposed,
+        equil=c0.equil, align=c0.align,
+    )

@@ -1,0 +1,237 @@
+"""hplsim run-real: the real HPL on this machine — result, archive, HPL's output read back,
+failures as errors (crash, FAILED residual), bad input refused before anything runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hplsim.calibrate.archive import read_archive
+from hplsim.errors import HplsimError
+from hplsim.hpl.config import HplConfig
+from hplsim.hpl.output import parse_hpl_output
+from hplsim.real.run import Launch, RealRunError, available_cores, check_configs, run_real
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+
+pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None or shutil.which("mpicc") is None,
+                                reason="OpenMPI (mpirun, mpicc) not installed")
+two_cores = pytest.mark.skipif(len(available_cores()) < 2, reason="needs 2 cores")
+
+
+def run_cli(*args, env=None, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "hplsim.cli", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+def assert_one_line_error(r: subprocess.CompletedProcess, pattern: str) -> None:
+    import re
+
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("hplsim: error: "), r.stderr
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+def dgemm_rate_per_core() -> float:
+    """Gflops of one single-threaded OpenBLAS dgemm (numpy's), measured now."""
+    code = textwrap.dedent("""
+        import time, numpy as np
+        a = np.random.rand(1500, 1500); b = np.random.rand(1500, 1500)
+        a @ b
+        best = 0.0
+        for _ in range(5):
+            t = time.perf_counter(); a @ b; dt = time.perf_counter() - t
+            best = max(best, 2 * 1500**3 / dt / 1e9)
+        print(best)
+    """)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    return float(out.stdout.strip())
+
+
+# ------------------------------------------------------------------ the acceptance interface
+
+
+@two_cores
+def test_run_real_n2000_passes_with_plausible_gflops(tmp_path):
+    r = run_cli("run-real", "-N", 2000, "--nb", 64, "-P", 1, "-Q", 2, "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    obj = doc[0] if isinstance(doc, list) else doc
+    if isinstance(doc, list):
+        assert len(doc) == 1
+    assert obj["residual_check"] == "PASSED"
+    assert obj["time_s"] > 0
+    rate = dgemm_rate_per_core()
+    # HPL at N = 2000 on 2 ranks: well below 2 x dgemm's rate, but not absurdly so (shared machine)
+    assert 0.1 * 2 * rate <= obj["gflops"] <= 2 * 2 * rate, (obj["gflops"], rate)
+    # HPL's own definition: Gflops = (2/3 N^3 + 3/2 N^2) / time (time printed with 2 decimals)
+    flops = 2 / 3 * 2000**3 + 1.5 * 2000**2
+    assert obj["gflops"] == pytest.approx(flops / obj["time_s"] / 1e9, rel=0.05)
+    assert (obj["n"], obj["nb"], obj["p"], obj["q"]) == (2000, 64, 1, 2)
+
+
+@two_cores
+def test_run_real_repeat_archive(tmp_path):
+    out = tmp_path / "real.zip"
+    r = run_cli("run-real", "-N", 1000, "--nb", "32,64", "-P", 1, "-Q", 2, "--repeat", 2, "--out", out,
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "WR11C2R4" in r.stdout and "PASSED" in r.stdout
+    a = read_archive(out)
+    assert a.kind == "hpl" and a.status == "complete"
+    table = a.table("hpl")
+    assert len(table) == 4
+    assert set(table["nb"]) == {32, 64} and set(table["repetition"]) == {0, 1}
+    assert (table["residual_check"] == "PASSED").all()
+    assert list(table["order"]) == [0, 1, 2, 3]
+    assert any(name.startswith("runs/") for name in a.names)
+    assert "HPL.dat" in a.names and "environment.json" in a.names
+    assert a.metadata["run"]["launcher"] == "local"
+    assert "--bind-to" in a.metadata["run"]["argv_example"]
+    assert a.log and a.log[0]["argv"][0] == "mpirun"
+
+
+@two_cores
+def test_run_real_reads_an_hpl_dat_and_threshold(tmp_path):
+    from hplsim.hpl.config import HplParams
+    from hplsim.hpl.hpldat import write_hpl_dat
+
+    write_hpl_dat(HplParams(ns=(800,), nbs=(32,), grids=((2, 1),), threshold=-1.0), tmp_path / "HPL.dat")
+    r = run_cli("run-real", "--hpl-dat", tmp_path / "HPL.dat", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)[0]
+    assert obj["residual_check"] == "SKIPPED" and (obj["p"], obj["q"]) == (2, 1)
+
+
+@two_cores
+def test_traced_run_records_kernel_calls(tmp_path):
+    done = run_real([HplConfig(n=600, nb=32, p=1, q=2)], trace=True, out=tmp_path / "t.zip")
+    calls = done.kernels
+    assert calls is not None and not calls.empty
+    assert {"dgemm", "dtrsm", "idamax", "HPL_pdgesv"} <= set(calls["function"])
+    assert set(calls["rank"]) == {0, 1}
+    assert (calls["duration"] >= 0).all()
+    region = calls[calls["function"] == "HPL_pdgesv"]["duration"]
+    kernel_time = calls[calls["function"] != "HPL_pdgesv"].groupby("rank")["duration"].sum()
+    assert (kernel_time <= region.max() * 1.01).all()  # calls are inside the timed region
+    assert read_archive(tmp_path / "t.zip").has_table("kernels")
+
+
+# ------------------------------------------------------------------ failures are errors
+
+
+def fake_hpl(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "fake-xhpl"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return script
+
+
+FAKE_OUTPUT = textwrap.dedent("""\
+    T/V                N    NB     P     Q               Time                 Gflops
+    --------------------------------------------------------------------------------
+    WR11C2R4         500    32     1     1               0.01              {gflops}
+    --------------------------------------------------------------------------------
+    ||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+||b||_oo)*N)=        {resid} ...... {verdict}
+    """)
+
+
+def test_failed_residual_is_an_error_not_a_number(tmp_path):
+    text = FAKE_OUTPUT.format(gflops="1.000e+01", resid="123.4567890", verdict="FAILED")
+    binary = fake_hpl(tmp_path, f"cat <<'EOF'\n{text}EOF\n")
+    with pytest.raises(RealRunError, match="residual check FAILED"):
+        run_real([HplConfig(n=500, nb=32)], binary=binary, out=tmp_path / "a.zip")
+    a = read_archive(tmp_path / "a.zip")
+    assert a.status == "aborted" and "FAILED" in a.metadata["abort_reason"]
+    assert len(a.table("hpl")) == 0
+
+
+def test_crash_is_an_error(tmp_path):
+    binary = fake_hpl(tmp_path, "echo 'HPL ERROR from process # 0: out of memory' >&2\nexit 3\n")
+    with pytest.raises(RealRunError, match="crashed"):
+        run_real([HplConfig(n=500, nb=32)], binary=binary)
+
+
+def test_wrong_or_missing_result_is_an_error(tmp_path):
+    binary = fake_hpl(tmp_path, "echo 'no result here'\n")
+    with pytest.raises(HplsimError, match="no result"):
+        run_real([HplConfig(n=500, nb=32)], binary=binary)
+    text = FAKE_OUTPUT.format(gflops="1.000e+01", resid="0.0012345", verdict="PASSED")
+    binary = fake_hpl(tmp_path, f"cat <<'EOF'\n{text}EOF\n")
+    with pytest.raises(HplsimError, match="expected WR11C2R4 N=600"):
+        run_real([HplConfig(n=600, nb=32)], binary=binary)
+    done = run_real([HplConfig(n=500, nb=32)], binary=binary, repeat=2)
+    assert done.results[0].gflops == 10.0 and done.results[0].residual_check == "PASSED"
+
+
+def test_timeout_is_an_error(tmp_path):
+    binary = fake_hpl(tmp_path, "sleep 30\n")
+    with pytest.raises(RealRunError, match="timed out"):
+        run_real([HplConfig(n=500, nb=32)], binary=binary, timeout=1)
+
+
+# ------------------------------------------------------------------ bad input, before anything runs
+
+
+def test_too_many_ranks(tmp_path):
+    cores = len(available_cores())
+    p = cores + 1
+    r = run_cli("run-real", "-N", 1000, "-P", p, "-Q", 1, cwd=tmp_path)
+    assert_one_line_error(r, rf"P x Q = {p} x 1 = {p} ranks, but this host's {cores} cores allow only {cores}")
+
+
+def test_matrix_too_large_for_memory(tmp_path):
+    r = run_cli("run-real", "-N", 2_000_000, "-P", 1, "-Q", 1, cwd=tmp_path)
+    assert_one_line_error(r, r"N = 2000000 needs .* GB for the matrix .* lower N")
+
+
+def test_missing_mpirun(tmp_path):
+    env = dict(os.environ, PATH=str(tmp_path))  # no mpirun there
+    r = run_cli("run-real", "-N", 1000, "-P", 1, "-Q", 1, env=env, cwd=tmp_path)
+    assert_one_line_error(r, "mpirun not found")
+
+
+def test_bad_hostfile_and_options(tmp_path):
+    assert_one_line_error(run_cli("run-real", "-N", 1000, "--hostfile", tmp_path / "none", cwd=tmp_path),
+                          "hostfile")
+    (tmp_path / "hosts").write_text("localhost slots=1\n")
+    assert_one_line_error(run_cli("run-real", "-N", 1000, "-P", 1, "-Q", 2, "--hostfile", tmp_path / "hosts",
+                                  cwd=tmp_path), "2 ranks, but 1 slots of .*hosts allow only 1")
+    assert_one_line_error(run_cli("run-real", "-N", 1000, "--repeat", 0, cwd=tmp_path), "--repeat")
+    assert_one_line_error(run_cli("run-real", "--nb", 64, cwd=tmp_path), "problem size")
+    assert_one_line_error(run_cli("run-real", "-N", 100, "--nb", 200, cwd=tmp_path), "NB")
+
+
+def test_check_configs_counts_slots_of_a_hostfile(tmp_path):
+    launch = Launch("mpirun", 4, ["a", "b"], tmp_path / "h", local_slots=0)
+    check_configs([HplConfig(n=10**6, nb=64, p=2, q=2)], launch)  # remote hosts: memory not checked here
+    with pytest.raises(HplsimError, match="allow only 4"):
+        check_configs([HplConfig(n=1000, nb=64, p=4, q=2)], launch)
+    assert "--hostfile" in launch.argv(4, Path("xhpl"))
+
+
+# ------------------------------------------------------------------ HPL's output
+
+
+def test_parse_hpl_output():
+    text = (FAKE_OUTPUT.format(gflops="2.327e+01", resid="0.0036790", verdict="PASSED")
+            + "================\n"
+            + FAKE_OUTPUT.format(gflops="3.000e+00", resid="99.0", verdict="FAILED").replace("WR11C2R4", "WC00L2L8")
+            + "WR12R3R16       1000    64     2     1               1.50              4.445e-01\n")
+    res = parse_hpl_output(text)
+    assert [r.label for r in res] == ["WR11C2R4", "WC00L2L8", "WR12R3R16"]
+    assert res[0].gflops == 23.27 and res[0].time_s == 0.01 and res[0].residual_check == "PASSED"
+    assert res[0].residual == pytest.approx(0.003679)
+    assert res[1].residual_check == "FAILED"
+    assert res[2].residual_check == "SKIPPED" and (res[2].n, res[2].nb, res[2].p, res[2].q) == (1000, 64, 2, 1)
+    assert res[0].matches(HplConfig(n=500, nb=32))
