@@ -1,0 +1,148 @@
+"""hplsim validate: the closed loop end to end on a tiny configuration (table, CSV, plot),
+reuse of its artefacts, the design drawn from HPL's shapes, bad input; and the examples of
+docs/validate.md run as written."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from hplsim.hpl.config import HplConfig
+from hplsim.models.modelfile import load_model
+from hplsim.real.calibration import hpl_blas_design, local_platform_spec, trace_configs
+from hplsim.real.run import available_cores
+from hplsim.real.validate import default_configs
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "validate.md"
+PYTHON = sys.executable
+
+needs_tools = pytest.mark.skipif(
+    shutil.which("mpirun") is None or shutil.which("smpirun") is None or len(available_cores()) < 2,
+    reason="needs OpenMPI, SimGrid and 2 cores")
+
+
+def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "hplsim.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd,
+                          timeout=900)
+
+
+@needs_tools
+def test_validate_tiny_end_to_end(tmp_path):
+    out = tmp_path / "v"
+    r = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 1, "--quick",
+                "--out", out, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    # the table: one line per configuration, predicted and real Gflops, error
+    assert "predicted" in r.stdout and "real median" in r.stdout
+    assert "WR11C2R4 N=2000 NB=64 1x2" in r.stdout and "WR11C2R4 N=2000 NB=64 2x1" in r.stdout
+    assert re.search(r"median \|error\| [\d.]+ %", r.stdout)
+    for name in ("validation.csv", "validation.png", "validation.md", "summary.json", "model.yaml",
+                 "platform.yaml", "predictions.json", "real.zip", "calibration/dgemm.zip",
+                 "calibration/dtrsm.zip", "calibration/mpi.zip", "calibration/trace.zip"):
+        assert (out / name).exists(), name
+    assert (out / "validation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = pd.read_csv(out / "validation.csv")
+    assert len(table) == 2
+    assert {"predicted_gflops", "real_gflops_median", "real_gflops_min", "real_gflops_max", "error_pct",
+            "spread_pct"} <= set(table.columns)
+    assert (table["predicted_gflops"] > 0).all() and (table["real_gflops_median"] > 0).all()
+    assert (table["real_residual_check"] == "PASSED").all()
+    row = table.iloc[0]
+    assert row["error_pct"] == pytest.approx(100 * (row["predicted_gflops"] / row["real_gflops_median"] - 1))
+    model = load_model(out / "model.yaml")
+    kernels = set(model.default.kernels)
+    assert {"dgemm", "dtrsm", "idamax", "dscal", "HPL_dlaswp00N"} <= kernels
+    spec = yaml.safe_load((out / "platform.yaml").read_text())
+    assert spec["nodes"] == 1 and spec["cores_per_node"] == 2 and "smpi/bw-factor" in spec["smpi"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["summary"]["configurations"] == 2
+
+    # --reuse: nothing is measured again, the same real runs are read back
+    r2 = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 1, "--quick",
+                 "--out", out, "--reuse", "--json", cwd=tmp_path)
+    assert r2.returncode == 0, r2.stderr
+    assert "calibrating" not in r2.stderr and "running the real HPL" not in r2.stderr
+    doc = json.loads(r2.stdout)
+    assert [row["real_gflops_median"] for row in doc["rows"]] == list(table["real_gflops_median"])
+
+
+@needs_tools
+def test_validate_refuses_bad_input(tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    r = run_cli("validate", "-N", 2000, "--out", tmp_path / "full", cwd=tmp_path)
+    assert r.returncode == 2 and "not empty" in r.stderr
+    r = run_cli("validate", "-N", 2000, "-P", 4, "-Q", 4, "--out", tmp_path / "v", cwd=tmp_path)
+    assert r.returncode == 2 and "16 ranks" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = run_cli("validate", "-N", 2000, "--model", tmp_path / "nope.yaml", "--out", tmp_path / "w", cwd=tmp_path)
+    assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_default_set():
+    configs = default_configs()
+    assert len(configs) == 26 and len(set(configs)) == 26
+    assert {(c.p, c.q) for c in configs} == {(1, 2), (2, 1)}
+    assert {c.n for c in configs} == {5000, 10000, 15000}
+    assert {c.nb for c in configs} == {64, 128, 256}
+    assert {c.bcast for c in configs} == {1, 2} and {c.depth for c in configs} == {0, 1}
+    assert all(c.bcast == 1 for c in configs if c.q == 1)  # a broadcast among one process
+
+
+def test_design_follows_hpl_shapes():
+    configs = [HplConfig(n=5000, nb=128, p=1, q=2), HplConfig(n=5000, nb=64, p=2, q=1)]
+    d = hpl_blas_design(configs, "dgemm", 60, seed=3).points
+    assert len(d) == 60
+    assert set(d["k"]) <= {128, 64, 32, 16, 8, 4}
+    assert d["m"].max() <= 5000 and (d["m"] >= 1).all() and (d["n"] >= 1).all()
+    assert (d["lda"] >= d["m"]).all() and (d["ldc"] >= d["m"]).all()
+    assert ((d["n"] == d["k"]).sum()) >= 30  # chunks and panel recursion
+    again = hpl_blas_design(configs, "dgemm", 60, seed=3).points
+    pd.testing.assert_frame_equal(d, again)
+    t = hpl_blas_design(configs, "dtrsm", 30, seed=3).points
+    assert (t["side"] == "L").all() and set(t["m"]) <= {128, 64, 32, 16, 8, 4}
+
+
+def test_trace_configs_are_smaller_and_distinct():
+    configs = default_configs()
+    traced = trace_configs(configs)
+    assert all(c.n == 2500 for c in traced)
+    assert len(traced) == len({(c.p, c.q, c.nb, c.depth) for c in configs})
+    assert trace_configs(configs, 1200)[0].n == 1200
+
+
+def test_local_platform_spec_loads():
+    from hplsim.platform.spec import spec_from_dict
+
+    spec = spec_from_dict(local_platform_spec(2, {"smpi/bw-factor": "0:1.0"}))
+    assert spec.nodes == 1 and spec.cores_per_node == 2 and spec.loopback_bandwidth == 10e9
+    assert len(spec.platform().slots) == 2
+
+
+# ----------------------------------------------------------------------- the docs
+
+
+def doc_commands() -> list[str]:
+    blocks = re.findall(r"```sh\n(.*?)```", DOC.read_text(), re.S)
+    return [line.strip() for b in blocks for line in b.splitlines() if line.strip().startswith("hplsim ")]
+
+
+@needs_tools
+def test_docs_examples_run(tmp_path):
+    commands = doc_commands()
+    assert len(commands) >= 4
+    for cmd in commands:
+        argv = shlex.split(cmd)
+        r = run_cli(*argv[1:], cwd=tmp_path)
+        assert r.returncode == 0, (cmd, r.stderr)
+    assert (tmp_path / "tiny" / "validation.csv").exists()
+    assert (tmp_path / "real.zip").exists()
