@@ -31,6 +31,7 @@ int main(int argc, char **argv)
   rdata.Gflops = 0.0;
   HPL_main(argc, argv, &rdata, &failure);
 #ifdef HPLSIM_EMULATION
+  hplsim_flush();
   if (argc > 3) {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -24,8 +24,11 @@ enum hplsim_kernel {
  * finds this rank's host and CPU, seeds the rank's generators. */
 void hplsim_runtime_init(const char *model_table, unsigned long long seed);
 
-/* Inject the modelled duration of one call of `kernel` with sizes x0, x1, x2. */
+/* Account the modelled duration of one call of `kernel` with sizes x0, x1, x2. */
 void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2);
+
+/* Inject the time accounted since the rank's last MPI call (called before each MPI call). */
+void hplsim_flush(void);
 
 /* Uniform integer in [0, n) from the rank's pivot stream (n > 0). */
 int hplsim_random_index(int n);

@@ -34,8 +34,11 @@ typedef struct {
 static probe_state last;
 static int mode = -1; /* 1: busy-waits become receives; 0: every probe is real */
 
+void hplsim_flush(void);
+
 int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
+  hplsim_flush(); /* the rank's pending compute happens before it probes */
   if (mode < 0) {
     const char *env = getenv("HPLSIM_BUSY_WAIT");
     mode = !(env && strcmp(env, "poll") == 0);
