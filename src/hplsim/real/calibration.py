@@ -3,14 +3,15 @@ on the cores HPL will use, and turn the measurements into a model file and a pla
 
 - dgemm and dtrsm: the calibration tool (`hplsim.calibrate.runner.calibrate_blas`), one
   pinned process per core, all cores at once, with a design drawn from the shapes HPL
-  calls for the configurations at hand (`hpl_blas_design`); fitted M-2 (polynomial in
-  the sizes), which captures the cost of the short and thin calls (panel recursion,
-  update chunks while a broadcast is pending) as well as the flop rate.
+  calls for the configurations at hand (`hpl_blas_design`), pooled with the dgemm/dtrsm
+  calls of the traced run below; fitted M-2 (polynomial in the sizes, `fit_time_share`),
+  which captures the cost of the short and thin calls (panel recursion, update chunks
+  while a broadcast is pending) as well as the flop rate.
 - the other kernels (idamax, dscal, dger, dgemv, dtrsv, daxpy, dswap, HPL's dlaswp*,
-  dlacpy, dlatcpy): timed call by call inside a small real HPL run (the traced binary,
-  `hplsim.real.trace`), at a problem size below the validated ones, and fitted per
-  kernel. Those calls work on the panel and the rows HPL just touched: a standalone
-  benchmark would have to recreate that cache state, the traced run has it.
+  dlacpy, dlatcpy): timed call by call inside a real HPL run (the traced binary,
+  `hplsim.real.trace`) at a problem size below the validated ones (`trace_size`), and
+  fitted per kernel. Those calls work on the panel and the rows HPL just touched: a
+  standalone benchmark would have to recreate that cache state, the traced run has it.
 - MPI between two local ranks: the calibration tool (`calibrate_mpi`), fitted into SMPI
   options (`hplsim.models.network`) relative to the loopback link of a one-node platform.
 """
@@ -55,10 +56,12 @@ def hpl_blas_design(configs: Sequence[HplConfig], function: str, rows: int, seed
     local rows, N up to the local columns, with M·N uniform so the time axis is covered
     evenly); update chunks (K = NB, N = NB: what a process updates between two polls of
     a pending broadcast); the panel recursion (K = N = a recursion width NB/2^j, M up to
-    the local rows). A and C have HPL's leading dimension (the local rows of the whole
-    matrix: C is a block of the matrix, A a panel of it), so that strides, TLB and
-    cache behave as in HPL. dtrsm: side L, order NB or a recursion width, N up to the
-    local columns (update, chunks), plus small solves of the panel recursion.
+    the local rows). A, B and C have HPL's leading dimension (the local rows of the
+    whole matrix: C and, at P = 1, B are blocks of the matrix, A a panel of it), so that
+    strides, TLB and cache behave as in HPL: with compact operands the same calls ran
+    ~3 % faster than inside HPL. dtrsm: the update's solve with L1 (order NB) on the
+    left (P = 1) or on the right (P > 1) of NB columns or up to the local columns, and
+    the panel's small solves on the right.
     """
     from hplsim.calibrate.designs import Design, _blas_frame
 
@@ -75,41 +78,47 @@ def hpl_blas_design(configs: Sequence[HplConfig], function: str, rows: int, seed
                 break
             w //= c.ndiv
         shapes.append((_local(c.n, c.nb, c.p), _local(c.n, c.nb, c.q), c.nb, widths,
-                       math.ceil(_local(c.n, c.nb, c.p) / c.align) * c.align))
+                       math.ceil(_local(c.n, c.nb, c.p) / c.align) * c.align, c.p))
     points: list[dict[str, Any]] = []
     families = 3
     for i in range(rows):
-        mp, nq, nb, widths, ld = shapes[rng.integers(len(shapes))]
+        mp, nq, nb, widths, ld, p = shapes[rng.integers(len(shapes))]
         family = i % families
         if function == "dgemm":
             if family == 0:
                 target = rng.uniform(0, 1) * mp * nq  # M·N uniform: the time axis covered evenly
                 m = int(rng.integers(max(1, math.ceil(target / nq)), mp + 1))
                 n = int(np.clip(round(target / m), 1, nq))
-                points.append(dict(function="dgemm", m=m, n=n, k=nb, side="", lda=ld, ldc=ld, anchor=False))
+                points.append(dict(function="dgemm", m=m, n=n, k=nb, side="", lda=ld, ldb=ld, ldc=ld, anchor=False))
             elif family == 1:
                 m = int(rng.integers(1, mp + 1))
-                points.append(dict(function="dgemm", m=m, n=min(nb, nq), k=nb, side="", lda=ld, ldc=ld,
+                points.append(dict(function="dgemm", m=m, n=min(nb, nq), k=nb, side="", lda=ld, ldb=ld, ldc=ld,
                                    anchor=False))
             else:
                 w = int(widths[rng.integers(len(widths))]) if len(widths) > 1 else nb
                 m = int(rng.integers(1, mp + 1))
-                points.append(dict(function="dgemm", m=m, n=w, k=w, side="", lda=ld, ldc=ld, anchor=False))
+                points.append(dict(function="dgemm", m=m, n=w, k=w, side="", lda=ld, ldb=ld, ldc=ld, anchor=False))
         else:
-            if family == 0:
-                n = int(rng.integers(1, nq + 1))
-                points.append(dict(function="dtrsm", m=nb, n=n, side="L", anchor=False))
-            elif family == 1:
-                points.append(dict(function="dtrsm", m=nb, n=min(nb, nq), side="L", anchor=False))
+            # the update solves with L1 (order NB): on the left at P = 1 (U in place), on the
+            # right at P > 1 (U, transposed, in its own buffer); the panel's small solves
+            # are on the right
+            cols = int(rng.integers(1, nq + 1)) if family == 0 else min(nb, nq)
+            if family < 2:
+                if p == 1:
+                    points.append(dict(function="dtrsm", m=nb, n=cols, side="L", lda=nb, ldb=ld, anchor=False))
+                else:
+                    points.append(dict(function="dtrsm", m=cols, n=nb, side="R", lda=nb, anchor=False))
             else:
                 w = int(widths[rng.integers(len(widths))])
-                n = int(rng.integers(1, max(w, 1) + 1)) if rng.uniform() < 0.5 else w
-                points.append(dict(function="dtrsm", m=w, n=n, side="L", anchor=False))
+                m = int(rng.integers(1, max(w, 1) + 1))
+                points.append(dict(function="dtrsm", m=m, n=w, side="R", anchor=False))
     frame = _blas_frame(points)
     params = {"function": function, "configurations": len(configs),
-              "shapes": [dict(local_rows=s[0], local_columns=s[1], nb=s[2], widths=s[3], ld=s[4]) for s in shapes],
+              "shapes": [dict(local_rows=s[0], local_columns=s[1], nb=s[2], widths=s[3], ld=s[4], p=s[5])
+                         for s in shapes],
               "families": "update (K=NB), update chunks (N=K=NB), panel recursion (N=K=width)"
-              if function == "dgemm" else "update (order NB), chunks (order NB, N=NB), panel (order=width)"}
+              if function == "dgemm" else "update (order NB: left at P=1, right at P>1), chunks (NB columns), "
+                                          "panel (right, order = a recursion width)"}
     return Design("blas", "hpl-shapes", seed, params, frame)
 
 
@@ -120,14 +129,15 @@ def hpl_blas_design(configs: Sequence[HplConfig], function: str, rows: int, seed
 class CalibrationSettings:
     """How much to measure (the defaults of `hplsim validate`; `quick()` for tests)."""
 
-    dgemm_rows: int = 90
-    dtrsm_rows: int = 45
-    blas_repetitions: int = 2
+    dgemm_rows: int = 150
+    dtrsm_rows: int = 60
+    blas_repetitions: int = 3
     mpi_rows: int = 60
     mpi_repetitions: int = 5
     mpi_max_size: int = 10**8
     warmup_seconds: float = 1.0
     trace_n: int | None = None  # default: from the configurations (below the smallest N)
+    pad_bytes: int = 0  # the calibration tool's offset slack per operand (its minimum: 2 MB)
 
     @classmethod
     def quick(cls) -> "CalibrationSettings":
@@ -140,8 +150,10 @@ def calibrate_blas_for(configs: Sequence[HplConfig], outdir: Path, cores: list[i
     """dgemm.zip and dtrsm.zip in `outdir`, measured on `cores` at once."""
     from hplsim.calibrate.runner import BlasOptions, calibrate_blas
 
+    # pad_bytes 0 (the tool's minimum slack, 2 MB): HPL's many small calls work on the panel
+    # it just touched, in cache; calls that start cold would be several times slower
     opts = BlasOptions(warmup_seconds=settings.warmup_seconds, repetitions=settings.blas_repetitions,
-                       monitor_interval=1.0, progress=False)
+                       monitor_interval=1.0, progress=False, pad_bytes=settings.pad_bytes)
     out = {}
     for function, rows in (("dgemm", settings.dgemm_rows), ("dtrsm", settings.dtrsm_rows)):
         design = hpl_blas_design(configs, function, rows, seed)
@@ -149,10 +161,35 @@ def calibrate_blas_for(configs: Sequence[HplConfig], outdir: Path, cores: list[i
     return out
 
 
+def last_level_cache_bytes(default: int = 32 << 20) -> int:
+    """Size of the largest CPU cache of this host (sysfs), `default` when not exposed."""
+    best = 0
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        try:
+            text = f.read_text().strip().upper()
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            best = max(best, int(text.rstrip("KMG")) * mult)
+        except (OSError, ValueError):
+            continue
+    return best or default
+
+
+def trace_size(configs: Sequence[HplConfig]) -> int:
+    """Problem size of the traced run: as large as possible below the validated sizes,
+    so that the kernels run in the regime of the validated runs. The row swaps and copies
+    stream through the trailing matrix: their cost per element depends on whether it fits
+    in the last-level cache (in a run at N = 1000 they were 3× cheaper than at 5000).
+    Rule: the larger of half the smallest N and the N whose matrix is 4× the last-level
+    cache, but at most 80 % of the smallest N (never a validated size)."""
+    smallest = min(c.n for c in configs)
+    big = math.ceil(math.sqrt(4 * last_level_cache_bytes() / 8))
+    return max(1, min(max(smallest // 2, big), int(0.8 * smallest)))
+
+
 def trace_configs(configs: Sequence[HplConfig], n: int | None = None) -> list[HplConfig]:
     """The configurations of the traced run: each distinct (grid, NB, variant) of
-    `configs`, at a problem size `n` (default: half the smallest N, at least 4·NB) so that
-    the kernels are not calibrated on the runs they will predict."""
+    `configs`, at a problem size `n` (default: `trace_size`), so that the kernels are
+    never calibrated on the runs they will predict."""
     from dataclasses import replace
 
     seen: dict[tuple, HplConfig] = {}
@@ -160,12 +197,8 @@ def trace_configs(configs: Sequence[HplConfig], n: int | None = None) -> list[Hp
         key = (c.p, c.q, c.nb, c.pfact, c.rfact, c.nbmin, c.ndiv, c.swap, c.swap_threshold, c.l1_transposed,
                c.u_transposed, c.pmap, c.depth)
         seen.setdefault(key, c)
-    smallest = min(c.n for c in configs)
-    out = []
-    for c in seen.values():
-        size = n if n is not None else max(smallest // 2, 4 * c.nb)
-        out.append(replace(c, n=max(size, c.nb)))
-    return out
+    size = n if n is not None else trace_size(configs)
+    return [replace(c, n=max(size, c.nb)) for c in seen.values()]
 
 
 def trace_kernels(configs: Sequence[HplConfig], out: Path, launch, progress: Callable[[str], None] | None = None,
@@ -180,67 +213,121 @@ def trace_kernels(configs: Sequence[HplConfig], out: Path, launch, progress: Cal
     return done.archive
 
 
-def _calls_from_trace(archive: Path) -> pd.DataFrame:
+def _calls_from_trace(archive: Path, with_blas: bool = False) -> pd.DataFrame:
     from hplsim.models.readers import read_measurements
 
     meas = read_measurements([archive])
     calls = meas.kernels
-    return calls[calls["kernel"].isin(TRACED_KERNELS)]
+    return calls[calls["kernel"].isin(TRACED_KERNELS + (("dgemm", "dtrsm") if with_blas else ()))]
 
 
-def fit_models(blas_archives: Sequence[Path], trace_archive: Path | None, out: Path,
-               blas_option: str = "M2,N0", traced_option: str = "M2,N0", seed: int = 0) -> dict[str, Any]:
-    """The model file `out`: dgemm/dtrsm from the calibration archives, the other kernels
-    from the traced run; pooled over cores (`default` entry: one host, one socket here).
-    Returns a summary (per kernel: calls, option, R², coefficients)."""
+@dataclass
+class KernelSummary:
+    kernel: str
+    calls: int
+    terms: dict[str, float]
+    r2: float
+    total_error_pct: float  # Σ fitted / Σ measured − 1 on the fitting calls
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "mean": self.terms, "r2": self.r2, "total_error_pct": self.total_error_pct,
+                "source": self.source}
+
+
+def fit_time_share(calls: pd.DataFrame, kernel: str, mean: str = "M2", source: str = ""):
+    """One kernel's mean duration (no noise), a polynomial in its sizes (`mean`: M0, M1,
+    M2 as in `hplsim fit`), every coefficient >= 0 (each term is a cost: flops, packing,
+    loops, call overhead), by least squares weighted by 1/duration.
+
+    The weights sit between ordinary least squares (ruled by the longest calls: the many
+    short calls of the panel factorization come out tens of % off) and relative errors
+    (every call alike: the longest calls, most of HPL's time, give way to the shortest):
+    each call counts in proportion to its duration's square root. A final common factor
+    makes the sum of the fitted durations equal the measured sum. Returns (model,
+    summary); the summary's `total_error_pct` is before that factor."""
+    from hplsim.models.kernel_fit import design, mean_terms
+    from hplsim.models.linear import nnls
+    from hplsim.models.modelfile import KERNEL_VARIABLES, KernelModel, Polynomial
+
+    variables = KERNEL_VARIABLES[kernel]
+    missing = [v for v in variables if v not in calls or calls[v].isna().any()]
+    if missing:
+        raise HplsimError(f"{kernel} calls lack the size(s) {', '.join(missing)}")
+    sizes = {v: calls[v].to_numpy(dtype=float) for v in variables}
+    y = calls["duration"].to_numpy(dtype=float)
+    if len(y) == 0 or not np.isfinite(y).all() or (y < 0).any():
+        raise HplsimError(f"{kernel}: no valid durations to fit")
+    terms = mean_terms(kernel, mean)
+    X = design(sizes, kernel, terms)
+    floor = max(float(np.median(y)) * 1e-3, 1e-9)
+    coef = nnls(X, y, 1.0 / np.maximum(y, floor))
+    # then one factor on every coefficient so that the fitted total equals the measured
+    # one: the weighted fit leans towards the typical call, while interference (another
+    # process, an interrupt) only ever lengthens calls; HPL's time is the sum of the
+    # calls, slow ones included
+    total = float((X @ coef).sum())
+    if total > 0:
+        coef = coef * (float(y.sum()) / total)
+    poly = Polynomial(variables, tuple((e, float(c)) for e, c in zip(terms, coef) if c > 0))
+    if not poly.terms:
+        poly = Polynomial(variables, (((0,) * len(variables), float(np.mean(y))),))
+    model = KernelModel(kernel, poly)
+    fitted = model.predict(sizes)
+    ss = float(np.sum((y - y.mean()) ** 2))
+    r2 = 1.0 - float(np.sum((y - fitted) ** 2)) / ss if ss > 0 else float("nan")
+    summary = KernelSummary(kernel, len(y), poly.to_mapping(), r2,
+                            100.0 * (total / float(y.sum()) - 1.0) if y.sum() > 0 and total > 0 else 0.0, source)
+    return model, summary
+
+
+def fit_models(blas_archives: Sequence[Path], trace_archive: Path | None, out: Path, mean: str = "M2",
+               seed: int = 0, pool_traced_blas: bool = True) -> dict[str, Any]:
+    """The model file `out`: dgemm/dtrsm from the calibration archives (and, with
+    `pool_traced_blas`, the traced run's dgemm/dtrsm calls too), the other kernels from
+    the traced run, each by `fit_time_share`; pooled over cores (the `default` entry: one
+    host here). Returns a summary per kernel (calls, terms, R², error of the total on the
+    fitting calls, source).
+
+    Why pool: the calibration covers the sizes of the validated runs (the traced run is
+    smaller), but it times each call on its own; HPL's thousands of small panel calls run
+    on a panel already in cache, 2–5× faster than the same calls started cold — the
+    traced calls carry that."""
     from hplsim import __version__
-    from hplsim.models.kernels import fit_kernels, to_model_file
-    from hplsim.models.modelfile import save_model
+    from hplsim.models.modelfile import HostModel, ModelFile, save_model
     from hplsim.models.readers import read_measurements
 
-    fits = []
+    models = {}
     summary: dict[str, Any] = {}
-
-    def fit(calls: pd.DataFrame, kernel: str, option: str):
-        mean, noise = option.split(",")
-        for m in dict.fromkeys((mean, "M1", "M0")):
-            try:
-                kf = fit_kernels(calls, kernel, option=f"{m},{noise}", per="none", seed=seed)
-            except HplsimError:
-                # the sizes do not determine every term (dtrsm on one side only: its MN and NK
-                # terms coincide; a kernel HPL calls with a single M): one degree less
-                continue
-            if not kf.pooled.dropped or m == "M0":
-                return kf
-            # a leading term came out negative and was dropped: the rest would make a
-            # polynomial whose leading terms may be negative; one degree less instead
-        raise HplsimError(f"cannot fit {kernel} on its {len(calls)} traced calls")
-
     blas = read_measurements(list(blas_archives)).kernels
+    traced = _calls_from_trace(trace_archive, with_blas=True) if trace_archive is not None else None
     for kernel in ("dgemm", "dtrsm"):
         calls = blas[blas["kernel"] == kernel]
         if calls.empty:
             raise HplsimError(f"no {kernel} calls in the calibration archives")
-        fits.append(fit(calls, kernel, blas_option))
-    if trace_archive is not None:
-        traced = _calls_from_trace(trace_archive)
+        source = "calibration"
+        if pool_traced_blas and traced is not None and (traced["kernel"] == kernel).any():
+            calls = pd.concat([calls, traced[traced["kernel"] == kernel]], ignore_index=True)
+            source = "calibration + traced HPL"
+        models[kernel], s = fit_time_share(calls, kernel, mean, source)
+        summary[kernel] = s.to_dict()
+    if traced is not None:
         for kernel in TRACED_KERNELS:
             calls = traced[traced["kernel"] == kernel]
-            if len(calls) < 3:
+            if calls.empty:
                 continue  # HPL does not call it in these configurations (e.g. dlaswp01 at P = 1)
-            fits.append(fit(calls, kernel, traced_option))
-    for kf in fits:
-        summary[kf.kernel] = {"calls": kf.pooled.n, "option": f"{kf.option[0]},{kf.option[1]}",
-                              "r2": kf.pooled.r2, "mean": kf.pooled.coefficients}
+            models[kernel], s = fit_time_share(calls, kernel, mean, "traced HPL")
+            summary[kernel] = s.to_dict()
     provenance = {
         "tool": f"hplsim {__version__} validate",
         "dgemm_dtrsm": [str(p) for p in blas_archives],
         "other_kernels": str(trace_archive) if trace_archive else None,
+        "fit": f"{mean}, every coefficient >= 0, least squares weighted by 1/duration, no noise",
         "note": "dgemm/dtrsm: calibration tool on the cores HPL uses, design from HPL's call shapes; other "
                 "kernels: calls timed inside a traced real HPL run at a smaller N (docs/validate.md)",
     }
-    model = to_model_file(fits, description=f"kernel models of {socket.gethostname()} for hplsim validate",
-                          provenance=provenance)
+    model = ModelFile(default=HostModel(models), description=f"kernel models of {socket.gethostname()} "
+                      "for hplsim validate", provenance=provenance)
     save_model(model, out)
     return summary
 

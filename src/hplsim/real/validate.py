@@ -423,7 +423,7 @@ def plot_report(report: Report, path: Path) -> None:
 @click.option("--platform", "platform_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Use this platform spec instead of calibrating MPI (one node, as many slots as ranks).")
 @click.option("--trace-n", type=int, help="Problem size of the traced HPL run that calibrates the small kernels "
-                                          "(default: half the smallest N, at least 4 NB).")
+                                          "(default: below the smallest N, see docs/validate.md).")
 @click.option("--reuse", is_flag=True, help="Reuse the artefacts already in --out (calibrations, model, platform, "
                                             "real runs of the same configurations).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of designs, orders and the emulation.")
