@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The closed loop on this machine: calibrate, fit, predict, run the real HPL, compare —
-on the default configuration set of `hplsim validate` (26 configurations, N = 5000–15000,
+on the default configuration set of `hplsim validate` (34 configurations, N = 5000–15000,
 P×Q = 1×2 and 2×1; see docs/validate.md), real runs repeated 3 times.
 
 Target (issue 5): median |error| <= 3 % and max <= 8 % for N >= 5000, with the spread of

@@ -125,6 +125,12 @@ def test_traced_run_records_kernel_calls(tmp_path):
     kernel_time = calls[calls["function"] != "HPL_pdgesv"].groupby("rank")["duration"].sum()
     assert (kernel_time <= region.max() * 1.01).all()  # calls are inside the timed region
     assert read_archive(tmp_path / "t.zip").has_table("kernels")
+    # the same from the command line; --trace without --out is refused
+    r = run_cli("run-real", "-N", 600, "--nb", 32, "-P", 1, "-Q", 2, "--trace", "--out", tmp_path / "c.zip",
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "dgemm" in set(read_archive(tmp_path / "c.zip").table("kernels")["function"])
+    assert_one_line_error(run_cli("run-real", "-N", 600, "--trace", cwd=tmp_path), "--trace needs --out")
 
 
 # ------------------------------------------------------------------ failures are errors

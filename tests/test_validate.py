@@ -90,7 +90,7 @@ def test_validate_refuses_bad_input(tmp_path):
 
 def test_default_set():
     configs = default_configs()
-    assert len(configs) == 26 and len(set(configs)) == 26
+    assert len(configs) == 34 and len(set(configs)) == 34
     assert {(c.p, c.q) for c in configs} == {(1, 2), (2, 1)}
     assert {c.n for c in configs} == {5000, 10000, 15000}
     assert {c.nb for c in configs} == {64, 128, 256}

@@ -48,6 +48,9 @@ def format_results(results: list[RealResult]) -> str:
               help="Kill a run lasting longer than this (seconds): an error.")
 @click.option("--out", "-o", "out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write an archive (zip: results, HPL's outputs, metadata; docs/formats/archive.md).")
+@click.option("--trace", is_flag=True,
+              help="Run the traced HPL: every kernel call the emulation models is timed and archived "
+                   "(results/kernels.csv; needs --out, local runs only).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON list, one object per configuration (gflops and time_s are medians).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages on stderr.")
@@ -67,12 +70,15 @@ def run_real(**opts) -> None:
     if params.output != "stdout":
         click.echo(f"hplsim: note: the HPL.dat's output goes to {params.output}; run-real reads HPL's stdout",
                    err=True)
+    if opts["trace"] and opts["out"] is None:
+        raise HplsimError("--trace needs --out: the kernel calls go to the archive")
     launch = Launch.choose(opts["launcher"], opts["hostfile"], opts["oversubscribe"])
     if opts["timeout"] is not None and opts["timeout"] <= 0:
         raise HplsimError("--timeout must be positive")
     say = None if opts["quiet"] else (lambda msg: click.echo(f"hplsim: {msg}", err=True))
     done = real_run.run_real(params.configs(), launch, repeat=opts["repeat"], out=opts["out"], threshold=threshold,
-                    timeout=opts["timeout"], shuffle=opts["shuffle"], seed=opts["seed"], progress=say)
+                    timeout=opts["timeout"], shuffle=opts["shuffle"], seed=opts["seed"], progress=say,
+                             trace=opts["trace"])
     if opts["as_json"]:
         json.dump([r.to_dict() for r in done.results], sys.stdout, indent=2)
         sys.stdout.write("\n")
