@@ -323,6 +323,7 @@ int main(int argc, char **argv) {
           host, sched_getcpu(), nrows, (double)(na + nb + nc + 3 * bf.pad) * 8 / 1048576.0);
 
   /* Warm-up: bring the core to its steady frequency before the first timed call. */
+  double w0 = calib_now();
   if (warmup > 0) {
     row_t w = {0, 512, 512, 512, 512, 512, 512, 0, 0};
     double until = calib_now() + warmup;
@@ -333,6 +334,9 @@ int main(int argc, char **argv) {
   }
   for (int p = 0; p < passes && !stop_signal; p++)
     for (size_t i = 0; i < nrows && !stop_signal; i++) call(&bf, &rows[i]);
+  double m0 = calib_now();
+  /* phases on stderr, in CLOCK_MONOTONIC seconds: the runner puts them in the metadata */
+  fprintf(stderr, "hplsim-calib-blas: phase warmup %.9f %.9f\n", w0, m0);
 
   /* Results go out in chunks, flushed at most every 0.2 s, so the runner can follow
    * progress while writes stay rare and outside the timed region. */
@@ -351,6 +355,7 @@ int main(int argc, char **argv) {
     }
   }
   fflush(stdout);
+  fprintf(stderr, "hplsim-calib-blas: phase measure %.9f %.9f\n", m0, calib_now());
   if (stop_signal) {
     fprintf(stderr, "hplsim-calib-blas: rank %d stopped by signal %d\n", rank, (int)stop_signal);
     return 128 + stop_signal;
