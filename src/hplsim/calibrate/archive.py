@@ -216,7 +216,7 @@ def _read_csv(data: bytes) -> pd.DataFrame:
     # Text columns: empty cells (side of dgemm) come back as "" rather than NaN, so that
     # `frame.side == "L"` and grouping by host behave.
     for col in TEXT_COLUMNS.intersection(frame.columns):
-        frame[col] = frame[col].fillna("").astype(str)
+        frame[col] = frame[col].astype(object).where(frame[col].notna(), "").astype(str)
     return frame
 
 

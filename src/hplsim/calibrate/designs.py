@@ -75,6 +75,26 @@ def _jittered(n: int, low: float, high: float, rng: np.random.Generator) -> np.n
     return low + (np.arange(n) + rng.uniform(size=n)) * (high - low) / n
 
 
+def _per_decade(n: int, low: float, high: float, rng: np.random.Generator) -> np.ndarray:
+    """n exponents uniform on [low, high], stratified by decade first: each unit interval
+    (the last may be shorter) gets its share of the rows (largest remainder, ties drawn at
+    random), then jittered strata inside it. With as many rows as decades every decade is
+    measured, which plain or evenly jittered draws do not guarantee."""
+    if high <= low:
+        return np.full(n, low)
+    edges = np.append(np.arange(low, high, 1.0), high)
+    lengths = np.diff(edges)
+    share = n * lengths / lengths.sum()
+    counts = np.floor(share).astype(int)
+    rest = n - counts.sum()
+    if rest:
+        # largest remainder first; the random key only breaks ties
+        key = np.lexsort((rng.uniform(size=len(share)), -(share - counts)))
+        counts[key[:rest]] += 1
+    parts = [_jittered(c, a, b, rng) for c, a, b in zip(counts, edges[:-1], edges[1:]) if c]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
 def _factorise(p: float, parts: int, max_side: int, rng: np.random.Generator) -> tuple[int, ...]:
     """Random integer sides, each in [1, max_side], whose product is close to p.
 
@@ -275,8 +295,8 @@ def mpi_design(rows: int = 40, seed: int = 0, operations: Sequence[str] = MPI_OP
                min_size: int = 1, max_size: int = 10**9) -> Design:
     """`rows` (operation, size) points shared evenly among `operations`.
 
-    Transfer operations get sizes 10^U(log10 min, log10 max), jittered by strata so that
-    ten or more rows cover every decade; iprobe/test/wtime draw from `MPI_SMALL_SIZES`.
+    Transfer operations get sizes 10^U(log10 min, log10 max), stratified by decade so that
+    as many rows as decades cover every decade; iprobe/test/wtime draw from `MPI_SMALL_SIZES`.
     """
     unknown = [op for op in operations if op not in MPI_OPERATIONS]
     if unknown:
@@ -297,7 +317,7 @@ def mpi_design(rows: int = 40, seed: int = 0, operations: Sequence[str] = MPI_OP
         if op in MPI_SMALL_OPERATIONS:
             sizes = rng.choice(MPI_SMALL_SIZES, size=count)
         else:
-            exps = _jittered(count, math.log10(min_size), math.log10(max_size), rng)
+            exps = _per_decade(count, math.log10(min_size), math.log10(max_size), rng)
             sizes = np.clip(np.floor(10.0**exps), min_size, max_size).astype(np.int64)
         points += [dict(operation=op, size=int(s)) for s in sizes]
     frame = pd.DataFrame(points, columns=["operation", "size"])

@@ -1,0 +1,395 @@
+"""Real calibrations on this machine: the examples of docs/calibrate.md (among them the
+acceptance commands) run as written, and their archives hold what they promise;
+interruptions leave an aborted archive or none; bad input is one line before anything runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO
+from docexamples import examples
+
+from hplsim.calibrate import runner
+from hplsim.calibrate.archive import BLAS_COLUMNS, MPI_COLUMNS, read_archive
+from hplsim.calibrate.designs import blas_design, sequence
+from hplsim.calibrate.summary import blas_flops
+from hplsim.errors import HplsimError
+
+HPLSIM = [sys.executable, "-m", "hplsim.cli"]
+DOC = REPO / "docs" / "calibrate.md"
+
+METADATA_KEYS = {"archive_format", "kind", "status", "hplsim", "command_line", "start_time", "end_time",
+                 "monotonic_offset", "seed", "design", "run", "hosts", "cpu", "versions", "monitoring",
+                 "phases", "counts", "files"}
+VERSION_KEYS = {"kernel", "os", "python", "compiler", "mpi", "openblas", "simgrid"}
+
+
+class DocRun:
+    def __init__(self, workdir: Path):
+        self.dir = workdir
+        self.seconds: dict[str, float] = {}
+        self.stdout: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> DocRun:
+    """Every `hplsim` line of docs/calibrate.md, run in order in one directory."""
+    run = DocRun(tmp_path_factory.mktemp("calibrate-docs"))
+    files, commands = examples(DOC)
+    for name, body in files.items():
+        (run.dir / name).write_text(body)
+    assert len(commands) >= 10
+    for command in commands:
+        t0 = time.monotonic()
+        out = subprocess.run([*HPLSIM, *shlex.split(command)[1:]], cwd=run.dir, capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, f"`{command}` failed: {out.stderr.strip()}"
+        run.seconds[command] = time.monotonic() - t0
+        run.stdout[command] = out.stdout
+    return run
+
+
+def reference_gflops() -> float:
+    """numpy's 1024³ matmul on one thread, best of 5: what one core can do."""
+    code = ("import numpy as np, time\n"
+            "rng = np.random.default_rng(0); a = rng.random((1024, 1024)); b = rng.random((1024, 1024)); a @ b\n"
+            "best = 1e9\n"
+            "for _ in range(5):\n"
+            "    t0 = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t0)\n"
+            "print(2 * 1024**3 / best / 1e9)\n")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    return float(out.stdout)
+
+
+def check_blas_archive(path: Path, rows: int, repetitions: int, processes: int) -> pd.DataFrame:
+    a = read_archive(path)
+    meta = a.metadata
+    assert METADATA_KEYS <= set(meta), METADATA_KEYS - set(meta)
+    assert VERSION_KEYS <= set(meta["versions"])
+    assert meta["status"] == "complete" and "abort_reason" not in meta
+    assert meta["counts"] == {"planned": rows * repetitions * processes, "measured": rows * repetitions * processes}
+    assert meta["versions"]["openblas"].startswith("OpenBLAS")
+    assert meta["hplsim"]["version"] and meta["hplsim"]["git_commit"]
+    assert meta["run"]["processes"] == processes
+    kind = meta["kind"]
+    calls = a.table(kind)
+    assert list(calls.columns) == list(BLAS_COLUMNS)
+    assert (calls.duration > 0).all() and (calls.duration < 60).all()
+    assert (calls.function == kind).all()
+    design = a.table("design")
+    assert design.row.nunique() == rows and len(design) == rows * repetitions
+    # every design row measured exactly once per repetition on every process
+    key = ["m", "n", "k", "side"] if kind == "dgemm" else ["m", "n", "side"]
+    planned = {rep: Counter(map(tuple, g[key].astype(str).values.tolist()))
+               for rep, g in design.assign(k=design.k.astype("Int64")).groupby("repetition")}
+    assert calls.groupby(["rank", "repetition"]).ngroups == processes * repetitions
+    for (rank, rep), g in calls.assign(k=calls.k.astype("Int64")).groupby(["rank", "repetition"]):
+        assert Counter(map(tuple, g[key].astype(str).values.tolist())) == planned[rep], (rank, rep)
+    # and in the planned (shuffled) order
+    first = calls[calls["rank"] == 0].sort_values("start")
+    assert first.m.tolist() == design.m.tolist()
+    assert set(a.names) >= {"metadata.yaml", "commands.json", "design.csv", "environment.json"}
+    assert any(n.startswith("hosts/") and n.endswith("/cpuinfo") for n in a.names)
+    assert all({"argv", "start", "end", "exit_code", "stdout", "stderr"} <= set(e) for e in a.log)
+    assert all(e["exit_code"] == 0 for e in a.log)
+    return calls
+
+
+# ---------------------------------------------------------------- the acceptance commands
+
+def test_dgemm_acceptance_archive(docs: DocRun) -> None:
+    seconds = docs.seconds["hplsim calibrate dgemm --rows 60 --seed 1 --out d.zip"]
+    assert seconds < 60
+    cores = len(os.sched_getaffinity(0))
+    calls = check_blas_archive(docs.dir / "d.zip", 60, 1, cores)
+    a = read_archive(docs.dir / "d.zip")
+    assert a.metadata["run"]["cores"] == sorted(os.sched_getaffinity(0))  # all cores at once
+    assert set(calls.core) == set(os.sched_getaffinity(0))  # each process stayed on its core
+    assert a.metadata["design"]["generator"] == "uniform-product" and a.metadata["seed"] == 1
+    # the cores really ran at the same time (as HPL's ranks do)
+    spans = calls.groupby("rank").start.agg(["min", "max"])
+    assert spans["min"].max() < spans["max"].min()
+    # plausible speed: within 0.1x - 2x of numpy's single-threaded matmul
+    big = calls[blas_flops(calls) >= 1e8]
+    gflops = float((blas_flops(big) / big.duration / 1e9).median())
+    ref = reference_gflops()
+    assert 0.1 * ref <= gflops <= 2 * ref, (gflops, ref)
+    # monitoring: samples, or an explanation of what is missing
+    mon = a.metadata["monitoring"]
+    if mon["frequency"] or mon["temperature"]:
+        samples = a.table("monitoring")
+        assert len(samples) >= 2 and set(samples.core.dropna().astype(int)) >= set(calls.core)
+    else:
+        assert mon["note"]
+    if not mon["temperature"]:
+        assert "temperature not exposed" in mon["note"]
+    phases = [p["name"] for p in a.metadata["phases"]]
+    assert phases[:3] == ["build", "system-info", "measure"] and "timed-calls" in phases
+
+
+def test_mpi_acceptance_archive(docs: DocRun) -> None:
+    assert docs.seconds["hplsim calibrate mpi --rows 40 --seed 1 --out m.zip"] < 60
+    a = read_archive(docs.dir / "m.zip")
+    meta = a.metadata
+    assert METADATA_KEYS <= set(meta) and meta["kind"] == "mpi" and meta["status"] == "complete"
+    assert meta["versions"]["mpi_library"].startswith("Open MPI")
+    res = a.table("mpi")
+    assert list(res.columns) == list(MPI_COLUMNS)
+    design = a.table("design")
+    reps = meta["design"]["repetitions"]
+    assert design.row.nunique() == 40 and len(res) == 40 * reps == meta["counts"]["measured"]
+    for rep, g in res.groupby("repetition"):
+        want = design[design.repetition == rep]
+        assert g[["operation", "size"]].values.tolist() == want[["operation", "size"]].values.tolist()
+    assert (res.duration > 0).all()
+    assert set(res.operation) == {"send", "recv", "isend", "pingpong", "iprobe", "test", "wtime"}
+    pp = res[res.operation == "pingpong"].groupby("size").duration.median()
+    assert pp.index.max() > 10**7 and pp.iloc[-1] > 10 * pp.iloc[0]  # big messages take longer
+    # a 10 MB+ message moves at a plausible shared-memory speed (0.1 to 100 GB/s)
+    bw = (pp.index[-1] / (pp.iloc[-1] / 2))
+    assert 1e8 < bw < 1e11
+
+
+def test_archive_show(docs: DocRun) -> None:
+    text = docs.stdout["hplsim archive show d.zip"]
+    assert "dgemm calibration, complete" in text and "Gflops" in text and "seed 1" in text
+    assert "monitoring" in text and "commands" in text
+    import json
+
+    summary = json.loads(docs.stdout["hplsim archive show m.zip --json"])
+    assert summary["status"] == "complete" and summary["mpi"]["latency_s"] > 0
+    assert summary["mpi"]["bandwidth_Bps"] > 0
+
+
+def test_same_seed_same_design(docs: DocRun) -> None:
+    plan = sequence(blas_design("dgemm", rows=60, seed=1), 1, 1)
+    design = read_archive(docs.dir / "d.zip").table("design")
+    assert design[["order", "repetition", "row", "m", "n", "k"]].values.tolist() == \
+        plan[["order", "repetition", "row", "m", "n", "k"]].astype(int).values.tolist()
+    assert design.row.tolist() != sorted(design.row)  # shuffled
+
+
+def test_other_doc_examples(docs: DocRun) -> None:
+    check_blas_archive(docs.dir / "t.zip", 12, 1, len(os.sched_getaffinity(0)))
+    t = read_archive(docs.dir / "t.zip").table("dtrsm")
+    assert set(t.side) == {"L", "R"} and t.k.isna().all()
+
+    calls = check_blas_archive(docs.dir / "k.zip", 20, 2, 1)
+    assert (calls.k == 128).all() and (calls.core == 0).all()
+
+    e = read_archive(docs.dir / "e.zip")
+    calls = check_blas_archive(docs.dir / "e.zip", 3, 1, len(os.sched_getaffinity(0)))
+    assert e.metadata["run"]["init"] == "masked" and e.metadata["run"]["mask_bits"] == 20
+    assert e.metadata["design"]["generator"] == "file"
+    assert sorted(calls[calls["rank"] == 0].lda) == [128, 1024, 4096]
+    assert docs.stdout["hplsim archive show e.zip --member design.csv"].startswith("order,repetition,row")
+
+    h = read_archive(docs.dir / "h.zip")
+    check_blas_archive(docs.dir / "h.zip", 8, 1, 2)
+    assert h.metadata["run"]["launcher"] == "mpirun" and h.metadata["run"]["hosts"] == ["localhost"]
+    assert any(e["argv"][0] == "mpirun" for e in h.log)
+
+    p = read_archive(docs.dir / "p.zip")
+    assert set(p.table("mpi").operation) == {"pingpong", "send"} and len(p.table("mpi")) == 60
+
+
+def test_fitting_stage_reads_our_archives_and_dahu(docs: DocRun, dahu_dir: Path) -> None:
+    from hplsim.models.readers import read_measurements
+
+    ours = read_measurements([docs.dir / "d.zip", docs.dir / "m.zip"])
+    assert len(ours.kernels) == read_archive(docs.dir / "d.zip").metadata["counts"]["measured"]
+    assert len(ours.network) == read_archive(docs.dir / "m.zip").metadata["counts"]["measured"]
+    # the published data has the same shape: kernel calls and MPI measurements
+    dahu = read_measurements([dahu_dir / "mpi_calibration.csv"])
+    assert set(dahu.network.operation) >= {"send", "recv", "isend", "pingpong"}
+    head = pd.read_csv(dahu_dir / "dgemm_raw.csv", nrows=5)
+    assert {"m", "n", "k", "cpu", "duration"} <= set(head.columns) <= set(BLAS_COLUMNS) | {"jobid", "expfile", "node"}
+
+
+def test_archive_doc_python_example(docs: DocRun, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (REPO / "docs" / "formats" / "archive.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    blocks += re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    assert len(blocks) >= 2
+    monkeypatch.chdir(docs.dir)
+    for block in blocks:
+        exec(compile(block, "doc-example", "exec"), {})
+
+
+# ---------------------------------------------------------------- interruption
+
+def _children_of(tmp: Path) -> list[int]:
+    """Processes whose command line mentions `tmp` (the runs' temporary files live there)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if str(tmp) in (d / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(d.name))
+            except OSError:
+                pass
+    return pids
+
+
+def _interrupt_when_measuring(argv: list[str], tmp: Path, sig: int, total: int) -> subprocess.CompletedProcess:
+    """Start hplsim, wait until its progress bar shows measured rows, send `sig`."""
+    env = dict(os.environ, TMPDIR=str(tmp))
+    proc = subprocess.Popen([*HPLSIM, *argv, "--progress"], cwd=tmp, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    seen = threading.Event()
+    err: list[str] = []
+
+    def watch() -> None:
+        buf = ""
+        while True:
+            ch = proc.stderr.read(1)
+            if not ch:
+                err.append(buf)
+                return
+            buf += ch
+            m = re.findall(rf"\b(\d+)/{total}\b", buf[-200:])
+            if m and int(m[-1]) > 0:
+                seen.set()
+            if ch in "\r\n":
+                err.append(buf)
+                buf = ""
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    assert seen.wait(120), "no measurement seen"
+    proc.send_signal(sig)
+    proc.wait(timeout=120)
+    t.join(timeout=10)  # the watcher alone reads stderr, to its end
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.read(), "".join(err))
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupted_dgemm_leaves_an_aborted_archive(tmp_path: Path, sig: int, code: int) -> None:
+    cores = len(os.sched_getaffinity(0))
+    res = _interrupt_when_measuring(["calibrate", "dgemm", "--rows", "300", "--seed", "9", "--warmup", "0",
+                                     "--monitor-interval", "0.2", "--out", "i.zip"], tmp_path, sig, 300 * cores)
+    assert res.returncode == code, res.stderr
+    assert "partial archive i.zip (status aborted" in res.stderr
+    a = read_archive(tmp_path / "i.zip")
+    assert a.metadata["status"] == "aborted"
+    assert a.metadata["abort_reason"] == f"interrupted by {signal.Signals(sig).name}"
+    calls = a.table("dgemm")
+    assert 0 < len(calls) < 300 * cores == a.metadata["counts"]["planned"]
+    assert len(calls) == a.metadata["counts"]["measured"] and (calls.duration > 0).all()
+    # what was measured is in the design, in order
+    design = a.table("design")
+    first = calls[calls["rank"] == 0].sort_values("start")
+    assert first.m.tolist() == design.m.tolist()[: len(first)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["i.zip"]  # no temporary file left
+    assert _children_of(tmp_path) == []  # every measuring process stopped
+
+
+def test_interrupted_mpi_leaves_an_aborted_archive(tmp_path: Path) -> None:
+    res = _interrupt_when_measuring(["calibrate", "mpi", "--rows", "400", "--repetitions", "5", "--seed", "9",
+                                     "--max-size", "1e7", "--out", "m.zip"], tmp_path, signal.SIGTERM, 2000)
+    assert res.returncode == 143, res.stderr
+    a = read_archive(tmp_path / "m.zip")
+    assert a.metadata["status"] == "aborted" and 0 < len(a.table("mpi")) < 2000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.zip"]
+    time.sleep(0.5)
+    assert _children_of(tmp_path) == []
+
+
+def test_interrupt_before_measuring_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*a, **k):
+        raise runner.Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(runner, "build_calibration_tools", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.calibrate_blas(blas_design(rows=3, seed=0, anchors=[]), tmp_path / "x.zip", 0)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failing_program_gives_aborted_archive_and_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "fake-blas"
+    fake.write_text("#!/bin/sh\necho 'function,m,n,k,side,lda,ldb,ldc,start,duration,host,cpu,core,rank,repetition'\n"
+                    "echo 'dgemm,1,1,1,,1,1,1,1.0,1e-6,h,0,0,0,0'\necho 'out of luck' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(runner, "build_calibration_tools", lambda: {runner.BLAS_TOOL: fake})
+    out = tmp_path / "f.zip"
+    with pytest.raises(HplsimError, match=r"rank 0 \(core 0\) exited with code 3: out of luck"):
+        runner.calibrate_blas(blas_design(rows=3, seed=0, anchors=[]), out, 0,
+                              runner.BlasOptions(monitor_interval=0), launcher="local", cores=[0])
+    a = read_archive(out)
+    assert a.metadata["status"] == "aborted" and "out of luck" in a.metadata["abort_reason"]
+    assert len(a.table("dgemm")) == 1
+    assert any(e["exit_code"] == 3 and "out of luck" in e["stderr"] for e in a.log)
+
+
+# ---------------------------------------------------------------- bad input
+
+BAD_INPUT = [
+    (["calibrate", "dgemm", "--experiment", "missing.csv"], "experiment file missing.csv: no such file"),
+    (["calibrate", "dgemm", "--experiment", "."], "is a directory"),
+    (["calibrate", "dgemm", "--experiment", "zero.csv"], "zero.csv:3: n = 0 must be an integer >= 1"),
+    (["calibrate", "dgemm", "--experiment", "garbage.csv"], "garbage.csv:2: m = 'abc' is not a number"),
+    (["calibrate", "dgemm", "--rows", "0"], "--rows must be >= 1"),
+    (["calibrate", "dgemm", "--max-side", "0"], "size limits must be >= 1"),
+    (["calibrate", "dgemm", "--anchors", "0,1,1"], "sizes must be >= 1"),
+    (["calibrate", "dgemm", "--anchors", "300000,300000,300000"], "more than the"),
+    (["calibrate", "dtrsm", "--anchors", "10,10,X"], "expected M,N,L|R"),
+    (["calibrate", "dgemm", "--init", "masked", "--mask-bits", "60"], "--mask-bits must be in 0..52"),
+    (["calibrate", "dgemm", "--cores", "999"], "core 999 is not available"),
+    (["calibrate", "dgemm", "--cores", "a-b"], "expected a list like"),
+    (["calibrate", "dgemm", "--hostfile", "ghosts.txt"], "host 'no-such-host.invalid' is unknown"),
+    (["calibrate", "dgemm", "--hostfile", "nofile.txt"], "hostfile nofile.txt: cannot read it"),
+    (["calibrate", "mpi", "--operations", "send,allreduce"], "unknown MPI operation 'allreduce'"),
+    (["calibrate", "mpi", "--experiment", "ops.csv"], "ops.csv:3: unknown MPI operation 'bcast'"),
+    (["calibrate", "mpi", "--max-size", "3e9"], "above 2^31-1 bytes"),
+    (["calibrate", "mpi", "--min-size", "0"], "1 <= min <= max"),
+    (["calibrate", "mpi", "--cores", "0"], "exactly two cores"),
+    (["calibrate", "mpi", "--hostfile", "ghosts.txt"], "does not resolve"),
+    (["archive", "show", "nothing.zip"], "nothing.zip: no such file"),
+    (["archive", "show", "zero.csv"], "not a readable zip archive"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_INPUT, ids=[" ".join(a[:3]) + f"-{i}" for i, (a, _) in enumerate(BAD_INPUT)])
+def test_bad_input_is_one_line_before_anything_runs(tmp_path: Path, argv: list[str], message: str) -> None:
+    (tmp_path / "zero.csv").write_text("m,n,k\n1,2,3\n4,0,5\n")
+    (tmp_path / "garbage.csv").write_text("m,n,k\nabc,1,1\n")
+    (tmp_path / "ghosts.txt").write_text("localhost slots=1\nno-such-host.invalid slots=4\n")
+    (tmp_path / "ops.csv").write_text("operation,size\nsend,8\nbcast,8\n")
+    before = set(tmp_path.iterdir())
+    t0 = time.monotonic()
+    res = subprocess.run([*HPLSIM, *argv, "--out", "x.zip"] if argv[0] == "calibrate" else [*HPLSIM, *argv],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hplsim: error: "), res.stderr
+    assert message in lines[0]
+    assert "Traceback" not in res.stderr
+    assert set(tmp_path.iterdir()) == before  # nothing written
+    assert time.monotonic() - t0 < 30
+
+
+def test_metadata_yaml_is_plain(docs: DocRun) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(docs.dir / "d.zip") as zf:
+        meta = yaml.safe_load(zf.read("metadata.yaml"))
+        env = zf.read("environment.json").decode()
+    assert meta["command_line"][:3] == ["hplsim", "calibrate", "dgemm"]
+    assert isinstance(meta["monotonic_offset"], float)
+    assert "PATH" in env
+    assert np.isfinite(meta["phases"][0]["start"])
