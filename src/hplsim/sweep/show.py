@@ -1,0 +1,163 @@
+"""Reading a results store: the best configurations with their spread across seeds, the
+what-if comparison of variants, failures, CSV export."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hplsim.hpl.config import BCAST_NAMES
+from hplsim.sweep.store import HPL_COLUMNS
+
+#: What makes two runs "the same configuration" (they differ only by seed).
+GROUP_COLUMNS = [*HPL_COLUMNS, "label", "platform", "platform_variation", "platform_digest", "model",
+                 "model_variation", "model_digest"]
+ALWAYS_SHOWN = ("n", "nb", "p", "q")
+
+
+def frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
+    df = pd.DataFrame(runs)
+    if df.empty:
+        df = pd.DataFrame(columns=[*GROUP_COLUMNS, "seed", "status", "gflops", "error"])
+    return df
+
+
+def configurations(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration (successful runs only): Gflops mean, min, max, standard
+    deviation and number of seeds, best first."""
+    ok = df[df["status"] == "ok"]
+    if ok.empty:
+        return pd.DataFrame(columns=[*GROUP_COLUMNS, "mean", "min", "max", "std", "seeds"])
+    g = ok.groupby(GROUP_COLUMNS, sort=False, dropna=False)["gflops"]
+    out = g.agg(["mean", "min", "max", "std", "count"]).rename(columns={"count": "seeds"}).reset_index()
+    return out.sort_values("mean", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def variant_key(row) -> tuple[str, str]:
+    return str(row["platform_variation"]), str(row["model_variation"])
+
+
+def reference_variant(df: pd.DataFrame) -> tuple[str, str] | None:
+    """The unchanged platform and model if they were run, else the first variant stored."""
+    if df.empty:
+        return None
+    keys = list(dict.fromkeys(zip(df["platform_variation"], df["model_variation"])))
+    return ("base", "base") if ("base", "base") in keys else keys[0]
+
+
+def what_if(df: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: its best configuration and Gflops, relative to the reference variant's
+    best, and the reference's best configuration run on that variant (same HPL parameters)."""
+    confs = configurations(df)
+    if confs.empty:
+        return pd.DataFrame()
+    ref = reference_variant(df)
+    rows = []
+    ref_best = confs[(confs["platform_variation"] == ref[0]) & (confs["model_variation"] == ref[1])]
+    ref_row = ref_best.iloc[0] if not ref_best.empty else None
+    for key, group in confs.groupby(["platform_variation", "model_variation"], sort=False):
+        best = group.iloc[0]
+        same = None
+        if ref_row is not None:
+            match = group
+            for c in HPL_COLUMNS:
+                match = match[match[c] == ref_row[c]]
+            same = float(match["mean"].iloc[0]) if not match.empty else None
+        rows.append({
+            "platform_variation": key[0], "model_variation": key[1], "configurations": len(group),
+            "best_gflops": float(best["mean"]), "best": describe(best),
+            "vs_reference": float(best["mean"]) / float(ref_row["mean"]) - 1 if ref_row is not None else None,
+            "reference_config_gflops": same,
+        })
+    return pd.DataFrame(rows)
+
+
+def describe(row) -> str:
+    return f"N={row['n']} NB={row['nb']} {row['p']}x{row['q']} {row['label']}"
+
+
+def varying(df: pd.DataFrame) -> list[str]:
+    """HPL parameters worth a column: N, NB, P, Q and whatever else takes several values."""
+    return [c for c in HPL_COLUMNS if c in ALWAYS_SHOWN or (c in df and df[c].nunique() > 1)]
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.rjust(w) for h, w in zip(headers, widths))
+    out = [line, "-" * len(line)]
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(out)
+
+
+def summary(df: pd.DataFrame, source: str, top: int = 10) -> str:
+    if df.empty:
+        return f"{source}: no runs stored yet"
+    ok = int((df["status"] == "ok").sum())
+    failed = len(df) - ok
+    variants = list(dict.fromkeys(zip(df["platform_variation"], df["model_variation"])))
+    seeds = sorted(df["seed"].unique())
+    lines = [f"{source}: {len(df)} runs ({ok} ok, {failed} failed); seeds "
+             f"{', '.join(map(str, seeds[:8]))}{' ...' if len(seeds) > 8 else ''}; "
+             f"{len(variants)} platform/model variant{'s' if len(variants) > 1 else ''}"]
+    confs = configurations(df)
+    if not confs.empty:
+        params = varying(df)
+        many_seeds = confs["seeds"].max() > 1
+        headers = ["#", "Gflops"] + (["min", "max", "sd", "seeds"] if many_seeds else []) + \
+                  [p.upper() for p in params] + ["T/V"] + \
+                  (["platform", "model"] if len(variants) > 1 else [])
+        rows = []
+        for i, r in confs.head(top).iterrows():
+            row = [str(i + 1), f"{r['mean']:.4g}"]
+            if many_seeds:
+                sd = "" if pd.isna(r["std"]) else f"{r['std']:.3g}"
+                row += [f"{r['min']:.4g}", f"{r['max']:.4g}", sd, str(int(r["seeds"]))]
+            row += [str(int(r[p])) for p in params] + [str(r["label"])]
+            if len(variants) > 1:
+                row += [str(r["platform_variation"]), str(r["model_variation"])]
+            rows.append(row)
+        lines += ["", f"Best configurations (of {len(confs)}; Gflops = mean over seeds"
+                      + ("; min, max, sd: spread across seeds)" if many_seeds else ")"),
+                  _table(headers, rows)]
+        if "bcast" in params:
+            lines.append("BCAST: " + ", ".join(f"{k} {v}" for k, v in BCAST_NAMES.items()))
+    if len(variants) > 1:
+        w = what_if(df)
+        ref = reference_variant(df)
+        rows = []
+        for _, r in w.iterrows():
+            vs = "" if r["vs_reference"] is None else f"{100 * r['vs_reference']:+.1f} %"
+            same = "" if r["reference_config_gflops"] is None else f"{r['reference_config_gflops']:.4g}"
+            rows.append([r["platform_variation"], r["model_variation"], str(r["configurations"]),
+                         f"{r['best_gflops']:.4g}", vs, same, r["best"]])
+        lines += ["", f"What if (best configuration of each variant; reference: platform {ref[0]}, model {ref[1]})",
+                  _table(["platform", "model", "configs", "best Gflops", "vs ref", "ref's best here", "best"], rows)]
+    if failed:
+        lines += ["", f"{failed} failed run(s): hplsim sweep show {source} --failed"]
+    return "\n".join(lines)
+
+
+def failures(df: pd.DataFrame) -> str:
+    bad = df[df["status"] != "ok"]
+    if bad.empty:
+        return "no failed run"
+    lines = []
+    for _, r in bad.iterrows():
+        lines.append(f"{describe(r)} seed {r['seed']} [{r['platform_variation']} / {r['model_variation']}] "
+                     f"(attempts {r['attempts']}): {r['error']}")
+    return "\n".join(lines)
+
+
+def write_csv(runs: list[dict[str, Any]], path: Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="") as f:
+        fields = list(runs[0]) if runs else ["hash", "status", *HPL_COLUMNS, "seed", "gflops"]
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(runs)
+    tmp.replace(path)

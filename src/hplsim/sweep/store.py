@@ -1,0 +1,251 @@
+"""The results store: one SQLite file (format in docs/formats/results-store.md).
+
+The only code that reads or writes it. Concurrency rules, all in this module:
+
+- WAL journal: readers (``sweep show``) never block the writer, and a writer killed at
+  any moment (even SIGKILL) leaves the file consistent — a transaction is in or out.
+- every write is one short ``BEGIN IMMEDIATE`` transaction, and every connection waits
+  (busy timeout) instead of failing when another sweep holds the write lock, so two
+  sweeps can share one store;
+- a run's row is written once, whole, when its outcome is known (nothing for runs in
+  flight); a stored ``ok`` row is never replaced, a ``failed`` one may be (retry).
+- only the coordinating process writes; workers (local, Dask, Slurm) just return outcomes.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from hplsim import __version__
+from hplsim.errors import HplsimError
+from hplsim.sweep.tasks import Outcome, Task, now
+from hplsim.sweep.variants import Variant
+
+FORMAT_NAME = "hplsim-results"
+FORMAT_VERSION = 1
+BUSY_TIMEOUT_MS = 120_000  # another sweep's transaction lasts milliseconds; wait generously
+
+#: HPL parameters, one column each (so that the file can be queried with plain SQL).
+HPL_COLUMNS = ("n", "nb", "p", "q", "pmap", "pfact", "nbmin", "ndiv", "rfact", "bcast", "depth", "swap",
+               "swap_threshold", "l1_transposed", "u_transposed", "equil", "align")
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sweeps (
+    id               INTEGER PRIMARY KEY,
+    started_at       TEXT NOT NULL,
+    finished_at      TEXT,
+    status           TEXT NOT NULL DEFAULT 'running',  -- running, done, interrupted
+    spec_path        TEXT,
+    spec             TEXT,
+    executor         TEXT,
+    host             TEXT,
+    hplsim_version   TEXT NOT NULL,
+    planned          INTEGER NOT NULL DEFAULT 0,
+    already_stored   INTEGER NOT NULL DEFAULT 0,
+    invalid          INTEGER NOT NULL DEFAULT 0,
+    ok               INTEGER NOT NULL DEFAULT 0,
+    failed           INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS runs (
+    hash              TEXT PRIMARY KEY,
+    status            TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    {", ".join(f"{c} INTEGER NOT NULL" for c in HPL_COLUMNS)},
+    seed              INTEGER NOT NULL,
+    label             TEXT NOT NULL,
+    platform          TEXT NOT NULL,
+    platform_variation TEXT NOT NULL,
+    platform_digest   TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    model_variation   TEXT NOT NULL,
+    model_digest      TEXT NOT NULL,
+    hplsim_version    TEXT NOT NULL,
+    gflops            REAL,
+    time_s            REAL,
+    sim_wall_s        REAL,
+    sim_memory_bytes  INTEGER,
+    error             TEXT,
+    attempts          INTEGER NOT NULL DEFAULT 1,
+    started_at        TEXT NOT NULL,
+    finished_at       TEXT NOT NULL,
+    worker            TEXT,
+    sweep_id          INTEGER REFERENCES sweeps(id),
+    config            TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
+"""
+
+_RUN_FIELDS = (
+    "hash", "status", *HPL_COLUMNS, "seed", "label", "platform", "platform_variation", "platform_digest",
+    "model", "model_variation", "model_digest", "hplsim_version", "gflops", "time_s", "sim_wall_s",
+    "sim_memory_bytes", "error", "started_at", "finished_at", "worker", "sweep_id", "config",
+)
+# Outcome fields a retry replaces; inputs stay as first written (they are the same by hash).
+_UPDATED = ("status", "gflops", "time_s", "sim_wall_s", "sim_memory_bytes", "error", "started_at",
+            "finished_at", "worker", "sweep_id")
+
+
+@dataclass(frozen=True)
+class SweepCounts:
+    planned: int = 0
+    already_stored: int = 0
+    invalid: int = 0
+    ok: int = 0
+    failed: int = 0
+
+
+class ResultStore:
+    """A connection to one store. ``ResultStore(path)`` creates it if needed;
+    ``ResultStore(path, create=False)`` refuses a missing file (readers)."""
+
+    def __init__(self, path: Path, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise HplsimError(f"no results store at {self.path}")
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE below).
+            self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if create:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                # NORMAL in WAL mode: a killed process never loses a committed transaction;
+                # only a power loss may lose the last ones (never corrupts).
+                self.conn.execute("PRAGMA synchronous = NORMAL")
+                with self._write():  # executescript would commit on its own: one statement at a time
+                    for statement in filter(str.strip, _SCHEMA.split(";")):
+                        self.conn.execute(statement)
+                    self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)",
+                                      (FORMAT_NAME, str(FORMAT_VERSION)))
+            self._check_format()
+        except sqlite3.DatabaseError as exc:
+            raise HplsimError(f"{self.path} is not an hplsim results store ({exc})") from None
+
+    def _check_format(self) -> None:
+        try:
+            meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.OperationalError:
+            raise HplsimError(f"{self.path} is not an hplsim results store (no meta table)") from None
+        if meta.get("format") != FORMAT_NAME:
+            raise HplsimError(f"{self.path} is not an hplsim results store (format {meta.get('format')!r})")
+        if meta.get("version") != str(FORMAT_VERSION):
+            raise HplsimError(f"{self.path}: results store version {meta.get('version')} "
+                              f"(this hplsim reads {FORMAT_VERSION})")
+
+    def _write(self):
+        return _Transaction(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "ResultStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------ writing
+
+    def begin_sweep(self, spec_path: str, spec_text: str, executor: str) -> int:
+        with self._write():
+            cur = self.conn.execute(
+                "INSERT INTO sweeps (started_at, spec_path, spec, executor, host, hplsim_version) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (now(), spec_path, spec_text, executor, socket.gethostname(), __version__),
+            )
+            return int(cur.lastrowid)
+
+    def end_sweep(self, sweep_id: int, counts: SweepCounts, status: str) -> None:
+        with self._write():
+            self.conn.execute(
+                "UPDATE sweeps SET finished_at = ?, status = ?, planned = ?, already_stored = ?, invalid = ?, "
+                "ok = ?, failed = ? WHERE id = ?",
+                (now(), status, counts.planned, counts.already_stored, counts.invalid, counts.ok, counts.failed,
+                 sweep_id),
+            )
+
+    def record(self, task: Task, variant: Variant, outcome: Outcome, sweep_id: int | None) -> None:
+        """Store one run's outcome in one transaction. An ``ok`` row already there (e.g.
+        written by a concurrent sweep) is kept; a ``failed`` one is replaced and its
+        ``attempts`` counted."""
+        c = task.config
+        row = {
+            "hash": task.hash, "status": outcome.status, **{k: int(v) for k, v in c.as_dict().items()},
+            "seed": task.seed, "label": c.label(), "platform": variant.platform.label,
+            "platform_variation": variant.platform_variation, "platform_digest": variant.platform_digest,
+            "model": variant.model.label, "model_variation": variant.model_variation,
+            "model_digest": variant.model.digest, "hplsim_version": json.loads(task.key)["hplsim_version"],
+            "gflops": outcome.gflops, "time_s": outcome.time_s, "sim_wall_s": outcome.sim_wall_s,
+            "sim_memory_bytes": outcome.sim_memory_bytes, "error": outcome.error,
+            "started_at": outcome.started_at or now(), "finished_at": outcome.finished_at or now(),
+            "worker": outcome.worker, "sweep_id": sweep_id, "config": task.key,
+        }
+        columns = ", ".join(_RUN_FIELDS)
+        marks = ", ".join(f":{f}" for f in _RUN_FIELDS)
+        updates = ", ".join(f"{f} = excluded.{f}" for f in _UPDATED)
+        with self._write():
+            self.conn.execute(
+                f"INSERT INTO runs ({columns}) VALUES ({marks}) ON CONFLICT(hash) DO UPDATE SET {updates}, "
+                "attempts = runs.attempts + 1 WHERE runs.status != 'ok'",
+                row,
+            )
+
+    # ------------------------------------------------------------------------ reading
+
+    def statuses(self, hashes: Iterable[str]) -> dict[str, str]:
+        """hash -> stored status, for the given hashes that are stored."""
+        out: dict[str, str] = {}
+        items = list(hashes)
+        for i in range(0, len(items), 500):  # SQLite's limit on bound parameters
+            chunk = items[i:i + 500]
+            rows = self.conn.execute(
+                f"SELECT hash, status FROM runs WHERE hash IN ({', '.join('?' * len(chunk))})", chunk)
+            out.update({r["hash"]: r["status"] for r in rows})
+        return out
+
+    def runs(self, status: str | None = None) -> list[dict[str, Any]]:
+        """Stored runs in the order they were stored (the full configuration JSON left out)."""
+        fields = ", ".join(f for f in _RUN_FIELDS if f != "config") + ", attempts"
+        query = f"SELECT {fields} FROM runs"
+        args: tuple = ()
+        if status is not None:
+            query += " WHERE status = ?"
+            args = (status,)
+        rows = [dict(r) for r in self.conn.execute(query + " ORDER BY rowid", args)]
+        for r in rows:
+            for b in ("l1_transposed", "u_transposed", "equil"):
+                r[b] = bool(r[b])
+        return rows
+
+    def sweeps(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute("SELECT * FROM sweeps ORDER BY id")]
+
+    def integrity(self) -> str:
+        return str(self.conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (or ``ROLLBACK`` on any exception, even
+    KeyboardInterrupt): takes the write lock up front, so the busy timeout applies."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")

@@ -1,0 +1,255 @@
+"""Sweeps that run: the same 24 configurations on the local pool, on a real Dask cluster on
+loopback and through submitit's local mode give the same store; a sweep killed with
+SIGKILL resumes to exactly one result per run; two sweeps share one store; failed runs
+are retried on request; `sweep show` reads it all back.
+
+Runs are small (N <= 3000, at most 4 ranks: ~0.2-0.5 s of simulation each)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hplsim.sweep.executors import DaskExecutor, LocalExecutor, SubmititExecutor
+from hplsim.sweep.plan import make_plan
+from hplsim.sweep.run import run_sweep, work_dir
+from hplsim.sweep.spec import load_spec
+from hplsim.sweep.store import ResultStore
+
+SPEC24 = """\
+hpl:
+  n: [2000, 3000]
+  nb: [64]
+  grids: [[1, 2], [2, 1], [2, 2]]
+  bcast: [0, 1]
+  depth: [0, 1]
+seeds: [1]
+"""
+
+ACCEPTANCE = """\
+hpl:
+  n: [2000, 3000]
+  nb: [64]
+  grids: [[1, 2], [2, 1]]
+  bcast: [0, 1]
+"""
+
+
+def hplsim(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run([sys.executable, "-m", "hplsim.cli", *args], cwd=cwd, capture_output=True, text=True,
+                         timeout=600)
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+def results(db: Path) -> dict[str, tuple]:
+    """hash -> what a run's outcome is (status, Gflops, simulated time); not wall time."""
+    with ResultStore(db, create=False) as store:
+        return {r["hash"]: (r["status"], r["gflops"], r["time_s"]) for r in store.runs()}
+
+
+@pytest.fixture(scope="module")
+def spec24(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("spec") / "spec24.yaml"
+    path.write_text(SPEC24)
+    return path
+
+
+@pytest.fixture(scope="module")
+def local24(spec24, tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("local") / "local.sqlite"
+    result = run_sweep(load_spec(spec24), db, LocalExecutor(2), progress=False, log=lambda m: None)
+    assert (result.ok, result.failed) == (24, 0)
+    return db
+
+
+def expected_hashes(spec_path: Path, tmp_path: Path) -> set[str]:
+    return {t.hash for t in make_plan(load_spec(spec_path), tmp_path, None).tasks}
+
+
+def test_local_pool_stores_one_result_per_configuration(local24, spec24, tmp_path):
+    stored = results(local24)
+    assert set(stored) == expected_hashes(spec24, tmp_path)
+    assert all(s == "ok" and g > 0 for s, g, _ in stored.values())
+    # a run's result is the same as `hplsim predict` for the same configuration and seed
+    with ResultStore(local24, create=False) as store:
+        run = next(r for r in store.runs() if (r["n"], r["p"], r["q"], r["bcast"], r["depth"]) == (2000, 2, 1, 0, 1))
+    out = hplsim("predict", "-N", "2000", "--nb", "64", "-P", "2", "-Q", "1", "--bcast", "0", "--depth", "1",
+                 "--seed", "1", "--json", cwd=tmp_path)
+    assert json.loads(out.stdout)[0]["gflops"] == run["gflops"]
+
+
+def test_dask_on_loopback_gives_the_same_store(local24, spec24, tmp_path):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        address = cluster.scheduler_address.replace("tcp://", "dask://")
+        out = hplsim("sweep", str(spec24), "--db", "dask.sqlite", "--executor", address, "--no-progress",
+                     cwd=tmp_path)
+    assert "24 ok, 0 failed" in out.stderr and "dask tcp://127.0.0.1" in out.stderr
+    assert results(tmp_path / "dask.sqlite") == results(local24)
+
+
+def test_submitit_local_gives_the_same_store(local24, spec24, tmp_path):
+    db = tmp_path / "submitit.sqlite"
+    executor = SubmititExecutor("local", work_dir(db) / "submitit", jobs=2, poll_s=0.2)
+    result = run_sweep(load_spec(spec24), db, executor, progress=False, log=lambda m: None)
+    assert (result.ok, result.failed) == (24, 0)
+    assert results(db) == results(local24)
+
+
+def test_dask_executor_reports_an_unreachable_scheduler():
+    from hplsim.errors import HplsimError
+
+    with pytest.raises(HplsimError, match="cannot reach the Dask scheduler"):
+        list(DaskExecutor("tcp://127.0.0.1:9", connect_timeout=2).run(
+            make_plan(load_spec_text(ACCEPTANCE), Path("/tmp"), None).tasks[:1], []))
+
+
+def load_spec_text(text: str):
+    import yaml
+
+    from hplsim.sweep.spec import parse_spec
+
+    return parse_spec(yaml.safe_load(text), "<test>")
+
+
+def test_sigkill_mid_sweep_then_restart(spec24, local24, tmp_path):
+    db = tmp_path / "killed.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "hplsim.cli", "sweep", str(spec24), "--db", str(db),
+                             "--jobs", "2", "--no-progress"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    stored = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        if db.exists():
+            try:
+                stored = sqlite3.connect(db, timeout=5).execute("SELECT count(*) FROM runs").fetchone()[0]
+            except sqlite3.OperationalError:
+                stored = 0  # the schema is being created
+            if stored >= 4:
+                break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"the sweep ended before it could be killed: {proc.stderr.read()}"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.5)
+    with ResultStore(db, create=False) as store:
+        assert store.integrity() == "ok"
+        partial = len(store.runs())
+    assert 4 <= partial < 24
+
+    out = hplsim("sweep", str(spec24), "--db", str(db), "--no-progress", cwd=tmp_path)
+    assert f"{partial} already stored; {24 - partial} to run" in out.stderr
+    stored_runs = results(db)
+    assert len(stored_runs) == 24 and set(stored_runs) == expected_hashes(spec24, tmp_path)
+    assert stored_runs == results(local24)  # same outcomes as a sweep never interrupted
+    with ResultStore(db, create=False) as store:
+        assert [s["status"] for s in store.sweeps()] == ["running", "done"]  # the killed one never ended
+        assert all(r["attempts"] == 1 for r in store.runs())
+
+
+def test_acceptance_run_rerun_and_show(tmp_path):
+    (tmp_path / "spec.yaml").write_text(ACCEPTANCE)
+    first = hplsim("sweep", "spec.yaml", "--db", "results.sqlite", cwd=tmp_path)
+    assert "8 ok, 0 failed" in first.stderr
+    second = hplsim("sweep", "spec.yaml", "--db", "results.sqlite", cwd=tmp_path)
+    assert "nothing to run: all 8 runs are in results.sqlite" in second.stderr
+    runs = json.loads(hplsim("sweep", "show", "results.sqlite", "--json", cwd=tmp_path).stdout)
+    assert len(runs) == 8
+    assert {(r["n"], r["nb"], r["p"], r["q"], r["bcast"]) for r in runs} == {
+        (n, 64, p, q, b) for n in (2000, 3000) for p, q in ((1, 2), (2, 1)) for b in (0, 1)}
+    assert all(r["gflops"] > 0 and r["status"] == "ok" for r in runs)
+
+    text = hplsim("sweep", "show", "results.sqlite", "--csv", "runs.csv", "--plot", "plots", cwd=tmp_path).stdout
+    assert "8 runs (8 ok, 0 failed)" in text and "Best configurations" in text
+    assert len((tmp_path / "runs.csv").read_text().splitlines()) == 9
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "gflops_vs_n.png", "heatmap_bcast_depth.png", "heatmap_grid_nb.png", "whatif.png"]
+
+
+def test_hpl_dat_spec_and_bad_inputs(tmp_path):
+    from hplsim.hpl.config import HplParams
+    from hplsim.hpl.hpldat import write_hpl_dat
+
+    write_hpl_dat(HplParams(ns=(100, 2000), nbs=(64, 128), grids=((1, 2),)), tmp_path / "HPL.dat")
+    out = hplsim("sweep", "HPL.dat", "--db", "dat.sqlite", "--no-progress", cwd=tmp_path)
+    assert "skipped 1 invalid combination:\n  P=1 Q=2 N=100 NB=128: NB (128) must not exceed N (100)" in out.stderr
+    assert "3 ok, 0 failed" in out.stderr
+
+    (tmp_path / "bad.yaml").write_text("hpl:\n  n: [2000]\n  nb: [sixty-four]\n")
+    bad = hplsim("sweep", "bad.yaml", "--db", "x.sqlite", cwd=tmp_path, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "hplsim: error: sweep spec bad.yaml: hpl.nb[0]: 'sixty-four' is not an integer"
+    (tmp_path / "big.yaml").write_text("hpl: {n: 2000, grids: [[64, 64]]}\n")
+    big = hplsim("sweep", "big.yaml", "--db", "x.sqlite", cwd=tmp_path, check=False)
+    assert big.returncode == 2 and "no valid combination to run" in big.stderr and "1024 rank slots" in big.stderr
+    assert not (tmp_path / "x.sqlite").exists()
+    missing = hplsim("sweep", "show", "nowhere.sqlite", cwd=tmp_path, check=False)
+    assert missing.returncode == 2 and "no results store at nowhere.sqlite" in missing.stderr
+    unknown = hplsim("sweep", "spec.yaml", "--db", "x.sqlite", "--executor", "mpi", cwd=tmp_path, check=False)
+    assert "cannot read sweep spec" in unknown.stderr or "unknown executor" in unknown.stderr
+
+
+def test_retry_failed_runs_on_request(tmp_path):
+    (tmp_path / "spec.yaml").write_text("hpl: {n: 2000, nb: 64, grids: [[1, 2], [2, 1]]}\n")
+    failing = hplsim("sweep", "spec.yaml", "--db", "r.sqlite", "--timeout", "0.001", "--no-progress",
+                     cwd=tmp_path, check=False)
+    assert failing.returncode == 1 and "0 ok, 2 failed" in failing.stderr and "did not finish within" in failing.stderr
+    again = hplsim("sweep", "spec.yaml", "--db", "r.sqlite", "--no-progress", cwd=tmp_path)
+    assert "2 failed before (not retried: --retry-failed)" in again.stderr and "0 to run" in again.stderr
+    shown = hplsim("sweep", "show", "r.sqlite", "--failed", cwd=tmp_path).stdout
+    assert shown.count("did not finish within") == 2
+    retried = hplsim("sweep", "spec.yaml", "--db", "r.sqlite", "--retry-failed", "--no-progress", cwd=tmp_path)
+    assert "2 ok, 0 failed" in retried.stderr
+    runs = json.loads(hplsim("sweep", "show", "r.sqlite", "--json", cwd=tmp_path).stdout)
+    assert [(r["status"], r["attempts"], r["error"]) for r in runs] == [("ok", 2, None)] * 2
+
+
+def test_two_concurrent_sweeps_share_one_store(tmp_path):
+    (tmp_path / "a.yaml").write_text("hpl: {n: [2000, 3000], nb: 64, grids: [[1, 2], [2, 1]], bcast: [0, 1]}\n")
+    (tmp_path / "b.yaml").write_text("hpl: {n: [2000, 2500], nb: 64, grids: [[1, 2], [2, 1]], bcast: [0, 1]}\n")
+    procs = [subprocess.Popen([sys.executable, "-m", "hplsim.cli", "sweep", name, "--db", "shared.sqlite",
+                               "--jobs", "1", "--no-progress"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+             for name in ("a.yaml", "b.yaml")]
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read()
+    stored = results(tmp_path / "shared.sqlite")
+    expected = expected_hashes(tmp_path / "a.yaml", tmp_path) | expected_hashes(tmp_path / "b.yaml", tmp_path)
+    assert len(expected) == 12 and set(stored) == expected
+    assert all(s == "ok" for s, _, _ in stored.values())
+    with ResultStore(tmp_path / "shared.sqlite", create=False) as store:
+        assert store.integrity() == "ok"
+        assert [s["status"] for s in store.sweeps()] == ["done", "done"]
+
+
+def test_what_if_sweep_and_show(tmp_path):
+    (tmp_path / "whatif.yaml").write_text("""\
+hpl: {n: 2000, nb: 64, grids: [[2, 2]]}
+seeds: [1, 2]
+platform:
+  ranks_per_host: 1
+  variations: [{}, {name: slow-net, bandwidth: 0.01}]
+model:
+  variations: [{}, {name: slow-node, speed: {"dahu-1.*": 0.5}}]
+""")
+    hplsim("sweep", "whatif.yaml", "--db", "w.sqlite", "--no-progress", cwd=tmp_path)
+    runs = json.loads(hplsim("sweep", "show", "w.sqlite", "--json", cwd=tmp_path).stdout)
+    assert len(runs) == 8
+    gflops = {}
+    for r in runs:
+        gflops.setdefault((r["platform_variation"], r["model_variation"]), []).append(r["gflops"])
+    base = sum(gflops[("base", "base")]) / 2
+    assert sum(gflops[("slow-net", "base")]) / 2 < base  # 4 ranks on 4 hosts: the network matters
+    assert sum(gflops[("base", "slow-node")]) / 2 < base
+    text = hplsim("sweep", "show", "w.sqlite", cwd=tmp_path).stdout
+    assert "What if" in text and "slow-net" in text and "seeds" in text
