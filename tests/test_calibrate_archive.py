@@ -117,3 +117,16 @@ def test_missing_member_is_a_clear_error(tmp_path: Path) -> None:
     assert not a.has_table("dgemm")
     with pytest.raises(HplsimError, match="no member 'results/dgemm.csv'"):
         a.table("dgemm")
+
+
+def test_summary_of_sparse_archives(tmp_path: Path) -> None:
+    """`archive show` copes with archives of other kinds and with aborted, empty ones."""
+    from hplsim.calibrate.summary import format_summary, summarise
+
+    w = ArchiveWriter()
+    w.add_table("results/hpl.csv", [{"n": 1000, "gflops": 12.5}, {"n": 1000, "gflops": 13.0}])
+    text = format_summary(summarise(read_archive(w.write(tmp_path / "h.zip", {"kind": "hpl", "status": "complete"}, []))))
+    assert "hpl archive, complete" in text and "2 runs, 12.8 Gflops median" in text
+    empty = ArchiveWriter().write(tmp_path / "e.zip", {"kind": "dgemm", "status": "aborted",
+                                                        "abort_reason": "interrupted by SIGINT"}, [])
+    assert "dgemm calibration, aborted (interrupted by SIGINT)" in format_summary(summarise(read_archive(empty)))

@@ -204,6 +204,10 @@ def test_other_doc_examples(docs: DocRun) -> None:
     assert h.metadata["run"]["launcher"] == "mpirun" and h.metadata["run"]["hosts"] == ["localhost"]
     assert any(e["argv"][0] == "mpirun" for e in h.log)
 
+    hm = read_archive(docs.dir / "hm.zip")
+    assert hm.metadata["status"] == "complete" and len(hm.table("mpi")) == 28
+    assert "--host" in hm.metadata["run"]["argv"] and "localhost:2" in hm.metadata["run"]["argv"]
+
     p = read_archive(docs.dir / "p.zip")
     assert set(p.table("mpi").operation) == {"pingpong", "send"} and len(p.table("mpi")) == 60
 

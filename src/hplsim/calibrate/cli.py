@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import signal
-import sys
 from pathlib import Path
 from typing import Any, Callable
 

@@ -89,6 +89,12 @@ def summarise(a: Archive) -> dict[str, Any]:
             s[fn] = _blas(a.table(fn), design)
     if a.has_table("mpi"):
         s["mpi"] = _mpi(a.table("mpi"))
+    if a.has_table("hpl"):  # real HPL runs (hplsim run-real)
+        runs = a.table("hpl")
+        s["hpl"] = {"runs": int(len(runs))}
+        if "gflops" in runs and not runs.empty:
+            s["hpl"].update(gflops_median=float(runs.gflops.median()), gflops_min=float(runs.gflops.min()),
+                            gflops_max=float(runs.gflops.max()))
     if a.has_table("monitoring"):
         mon = a.table("monitoring")
         s["monitoring_samples"] = {
@@ -111,7 +117,8 @@ def _si(x: float | None, unit: str) -> str:
 
 
 def format_summary(s: dict[str, Any]) -> str:
-    lines = [f"{s['path']}: {s['kind']} calibration, {s['status']}"
+    what = "calibration" if s["kind"] in ("dgemm", "dtrsm", "mpi") else "archive"
+    lines = [f"{s['path']}: {s['kind']} {what}, {s['status']}"
              + (f" ({s['abort_reason']})" if s.get("abort_reason") else "")]
 
     def row(label: str, text: str) -> None:
@@ -124,19 +131,23 @@ def format_summary(s: dict[str, Any]) -> str:
     hosts = s.get("hosts") or []
     row("hosts", ", ".join(f"{h['name']} ({h.get('cpu_model')}, {h.get('logical_cpus')} CPUs)" for h in hosts) or "n/a")
     d = s.get("design") or {}
-    row("design", f"{d.get('generator')}, {d.get('rows')} rows × {d.get('repetitions')} repetition(s), "
-                  f"seed {s.get('seed')}, {'shuffled' if d.get('shuffled') else 'in order'}")
+    if d:
+        row("design", f"{d.get('generator')}, {d.get('rows')} rows × {d.get('repetitions')} repetition(s), "
+                      f"seed {s.get('seed')}, {'shuffled' if d.get('shuffled') else 'in order'}")
     r = s.get("run") or {}
     where = f"cores {','.join(map(str, r['cores']))}" if r.get("cores") else ", ".join(r.get("hosts") or [])
     extra = ""
     if r.get("init"):
         extra = f", init {r['init']}" + (f" ({r['mask_bits']} low bits masked)" if r.get("mask_bits") else "")
         extra += f", warm-up {r.get('warmup_seconds')} s"
-    row("run", f"{r.get('launcher')}, {r.get('processes')} process(es) on {where}{extra}")
+    if r:
+        row("run", f"{r.get('launcher')}, {r.get('processes')} process(es) on {where}{extra}")
     v = s.get("versions") or {}
-    row("versions", "; ".join(str(v[k]) for k in ("openblas", "compiler", "mpi", "simgrid") if v.get(k)))
+    if v:
+        row("versions", "; ".join(str(v[k]) for k in ("openblas", "compiler", "mpi", "simgrid") if v.get(k)))
     c = s.get("counts") or {}
-    row("rows", f"{c.get('measured')} of {c.get('planned')} measured")
+    if c:
+        row("rows", f"{c.get('measured')} of {c.get('planned')} measured")
     for fn in ("dgemm", "dtrsm"):
         b = s.get(fn)
         if not b:
@@ -156,6 +167,12 @@ def format_summary(s: dict[str, Any]) -> str:
         for op, o in (mpi.get("operations") or {}).items():
             lines.append(f"  {'':<11}   {op:<9} {o['count']:>5} rows, sizes {o['sizes'][0]}…{o['sizes'][1]} B, "
                          f"median {_si(o['median_small_s'], 's')} at ≤ 64 B")
+    hpl = s.get("hpl")
+    if hpl:
+        text = f"{hpl['runs']} runs"
+        if "gflops_median" in hpl:
+            text += f", {hpl['gflops_median']:.3g} Gflops median [{hpl['gflops_min']:.3g} … {hpl['gflops_max']:.3g}]"
+        row("hpl", text)
     mon = s.get("monitoring") or {}
     ms = s.get("monitoring_samples") or {}
     text = (f"frequency {mon.get('frequency') or 'not exposed'}, temperature {mon.get('temperature') or 'not exposed'}")
@@ -163,7 +180,8 @@ def format_summary(s: dict[str, Any]) -> str:
         text += f"; {ms['rows']} samples, mean {_si(ms.get('frequency_hz_mean'), 'Hz')}"
         if ms.get("temperature_c_max") is not None:
             text += f", max {ms['temperature_c_max']:.0f} °C"
-    row("monitoring", text)
+    if mon:
+        row("monitoring", text)
     cm = s.get("commands") or {}
     row("commands", f"{cm.get('logged')} logged" + (f", failed: {'; '.join(cm['failed'])}" if cm.get("failed") else ", all exited 0"))
     return "\n".join(lines)
