@@ -397,3 +397,13 @@ def test_metadata_yaml_is_plain(docs: DocRun) -> None:
     assert isinstance(meta["monotonic_offset"], float)
     assert "PATH" in env
     assert np.isfinite(meta["phases"][0]["start"])
+
+
+def test_data_warnings_reach_the_metadata(tmp_path: Path) -> None:
+    res = subprocess.run([*HPLSIM, "calibrate", "dgemm", "--rows", "2", "--anchors", "none", "--max-product", "1e4",
+                          "--cores", "0", "--warmup", "0", "--init", "constant", "--constant", "1e-310",
+                          "--seed", "1", "--out", "w.zip"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    a = read_archive(tmp_path / "w.zip")
+    assert a.metadata["status"] == "complete" and a.metadata["run"]["constant"] == 1e-310
+    assert any("subnormal" in w for w in a.metadata["warnings"])

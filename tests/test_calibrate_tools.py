@@ -171,3 +171,11 @@ def test_mpi_tool_refuses_unknown_operation(built, tmp_path: Path) -> None:
     exp.write_text("operation,size\nsend,0\n")
     res = mpirun(built[MPI_TOOL], exp)
     assert res.returncode != 0 and "size must be an integer" in res.stderr
+
+
+def test_blas_tool_warns_about_subnormal_operands(built, tmp_path: Path) -> None:
+    """Subnormal data run through microcode assists: a calibration on them is flagged."""
+    res = run_blas(built[BLAS_TOOL], tmp_path, "m,n,k\n4,4,4\n", "--init", "constant", "--constant", "1e-310")
+    assert res.returncode == 0 and "warning: rank 0:" in res.stderr and "subnormal" in res.stderr
+    res = run_blas(built[BLAS_TOOL], tmp_path, "function,m,n,side\n" + "dtrsm,256,64,L\n" * 200, "--seed", "1")
+    assert res.returncode == 0 and "warning" not in res.stderr  # repeated solves stay normal

@@ -223,6 +223,9 @@ class Launch:
                 out.append(f"{p.label} exited with code {p.popen.returncode}: {TAG.sub('', last)}")
         return out
 
+    def warnings(self) -> list[str]:
+        return sorted({TAG.sub("", l).strip() for p in self.procs for l in p.stderr if "warning:" in l})
+
     def phases(self) -> dict[str, tuple[float, float]]:
         """Phases the programs reported on stderr (monotonic seconds), over all processes."""
         spans: dict[str, tuple[float, float]] = {}
@@ -430,6 +433,8 @@ def _execute(run: _Run, with_mpi: bool, launch_fn: Callable[[dict[str, Path], Pa
             "hosts": hosts, "cpu": local_cpu, "versions": versions, "monitoring": monitor.describe(),
             "phases": phases.items, "counts": {"planned": planned, "measured": len(results)},
         })
+        if launch.warnings():
+            meta["warnings"] = launch.warnings()
         if monitor.describe()["hosts"] and len(run.placement.hosts) > 1:
             meta["monitoring"]["note"] = "; ".join(filter(None, [meta["monitoring"]["note"],
                                                                   "only the host running hplsim is monitored"]))
