@@ -21,7 +21,6 @@ See docs/validate.md.
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import statistics
@@ -36,7 +35,7 @@ import pandas as pd
 import yaml
 
 from hplsim.errors import HplsimError
-from hplsim.hpl.config import HplConfig, HplParams
+from hplsim.hpl.config import HplConfig
 from hplsim.hpl.hpldat import read_hpl_dat
 from hplsim.hpl.options import any_hpl_option, hpl_options, params_from_options
 from hplsim.real.calibration import CalibrationSettings
