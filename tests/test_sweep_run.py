@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -196,8 +197,34 @@ def test_hpl_dat_spec_and_bad_inputs(tmp_path):
     assert not (tmp_path / "x.sqlite").exists()
     missing = hplsim("sweep", "show", "nowhere.sqlite", cwd=tmp_path, check=False)
     assert missing.returncode == 2 and "no results store at nowhere.sqlite" in missing.stderr
-    unknown = hplsim("sweep", "spec.yaml", "--db", "x.sqlite", "--executor", "mpi", cwd=tmp_path, check=False)
-    assert "cannot read sweep spec" in unknown.stderr or "unknown executor" in unknown.stderr
+    (tmp_path / "ok.yaml").write_text("hpl: {n: 2000}\n")
+    unknown = hplsim("sweep", "ok.yaml", "--db", "x.sqlite", "--executor", "mpi", cwd=tmp_path, check=False)
+    assert unknown.returncode == 2 and "unknown executor 'mpi'" in unknown.stderr
+    if not shutil.which("sbatch"):
+        slurm = hplsim("sweep", "ok.yaml", "--db", "x.sqlite", "--executor", "slurm", cwd=tmp_path, check=False)
+        assert slurm.returncode == 2 and "sbatch not found" in slurm.stderr
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_slurm_parameters_are_valid_submitit_parameters(tmp_path, monkeypatch):
+    """Without a Slurm cluster: submitit's Slurm executor (which only needs an ``srun`` on
+    the PATH to be built) accepts the parameters the command line gives it."""
+    from hplsim.sweep.cli import _slurm_parameters
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "srun").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    params = _slurm_parameters({"slurm_partition": "batch", "slurm_time": 30, "slurm_mem": 4.0,
+                                "slurm_option": ("account=hpl", "qos=short")})
+    tasks = make_plan(load_spec_text(ACCEPTANCE), tmp_path, 600.0).tasks
+    executor = SubmititExecutor("slurm", tmp_path / "submitit", jobs=3, parameters=params)
+    configured = executor.submitit_executor(executor._chunks(tasks))
+    p = configured._executor.parameters
+    assert (p["partition"], p["time"], p["array_parallelism"], p["cpus_per_task"]) == ("batch", 30, 3, 1)
+    assert p["additional_parameters"] == {"account": "hpl", "qos": "short"}
+    assert len(executor._chunks(tasks)) == 8  # one run per array job by default on Slurm
 
 
 def test_retry_failed_runs_on_request(tmp_path):

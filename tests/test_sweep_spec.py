@@ -16,7 +16,7 @@ from hplsim.platform.spec import load_platform
 from hplsim.predict import ModelSource
 from hplsim.presets import DEFAULT
 from hplsim.sweep.plan import make_plan
-from hplsim.sweep.spec import grids_for, load_spec, parse_spec
+from hplsim.sweep.spec import grids_for, load_spec
 from hplsim.sweep.tasks import config_hash, config_key
 from hplsim.sweep.variants import host_dgemm_time, scale_hosts, slowest_hosts
 

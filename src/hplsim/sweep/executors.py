@@ -35,6 +35,9 @@ MEMORY_PER_RANK = 2 * 2**20
 class Executor(Protocol):
     name: str
 
+    def check(self) -> None:
+        """Raise HplsimError now if this executor cannot work here (before the store is touched)."""
+
     def run(self, tasks: Sequence[Task], variants: Sequence[Variant]) -> Iterator[Outcome]: ...
 
 
@@ -140,6 +143,9 @@ class LocalExecutor:
         self.jobs = jobs
         self.description = ""
 
+    def check(self) -> None:
+        pass
+
     def run(self, tasks: Sequence[Task], variants: Sequence[Variant]) -> Iterator[Outcome]:
         if not tasks:
             return
@@ -205,13 +211,16 @@ class DaskExecutor:
         self.description = self.name
         self.connect_timeout = connect_timeout
 
+    def check(self) -> None:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise HplsimError("the dask executor needs dask.distributed (pip install 'dask[distributed]')") from None
+
     def run(self, tasks: Sequence[Task], variants: Sequence[Variant]) -> Iterator[Outcome]:
         if not tasks:
             return
-        try:
-            from distributed import Client, as_completed
-        except ImportError:
-            raise HplsimError("the dask executor needs dask.distributed (pip install 'dask[distributed]')") from None
+        from distributed import Client, as_completed
         try:
             client = Client(self.address, timeout=self.connect_timeout, set_as_default=False)
         except (OSError, TimeoutError) as exc:
@@ -271,26 +280,35 @@ class SubmititExecutor:
         count = math.ceil(len(tasks) / size)
         return [tasks[i::count] for i in range(count)]
 
-    def run(self, tasks: Sequence[Task], variants: Sequence[Variant]) -> Iterator[Outcome]:
-        if not tasks:
-            return
+    def check(self) -> None:
         try:
-            import submitit
+            import submitit  # noqa: F401
         except ImportError:
             raise HplsimError("the slurm executor needs submitit (pip install submitit)") from None
         if self.cluster == "slurm" and not _which("sbatch"):
             raise HplsimError("--executor slurm: sbatch not found (is this a Slurm login node?); "
                               "use --executor submitit-local to try the same path locally")
-        chunks = self._chunks(largest_first(tasks))
+
+    def submitit_executor(self, chunks: list[list[Task]]):
+        """submitit's executor, configured (submitit checks the parameter names)."""
+        import submitit
+
         executor = submitit.AutoExecutor(folder=self.folder / "%j", cluster=self.cluster)
         # A chunk may take all its runs' timeouts; the job's own limit must not cut it shorter.
-        timeout = max((t.timeout or 24 * 3600.0) for t in tasks)
+        timeout = max((t.timeout or 24 * 3600.0) for c in chunks for t in c)
         params: dict = {"timeout_min": math.ceil(max(len(c) for c in chunks) * timeout / 60) + 5,
                         "name": "hplsim-sweep"}
         if self.cluster == "slurm":
             params.update(cpus_per_task=1, slurm_array_parallelism=self.jobs or 256)
         params.update(self.parameters)
         executor.update_parameters(**params)
+        return executor
+
+    def run(self, tasks: Sequence[Task], variants: Sequence[Variant]) -> Iterator[Outcome]:
+        if not tasks:
+            return
+        chunks = self._chunks(largest_first(tasks))
+        executor = self.submitit_executor(chunks)
         jobs = executor.map_array(run_chunk, chunks, [_variants_for(c, variants) for c in chunks])
         self.description = f"{self.name} ({len(jobs)} array jobs of <= {max(len(c) for c in chunks)} runs, " \
                            f"logs in {self.folder})"

@@ -62,12 +62,12 @@ def gflops_vs_n(confs: pd.DataFrame, path: Path) -> None:
 def heatmap(confs: pd.DataFrame, rows: str, cols: str, path: Path, title: str) -> None:
     plt = _pyplot()
     table = confs.pivot_table(index=rows, columns=cols, values="mean", aggfunc="max")
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(table.columns), 1.2 + 0.6 * len(table.index)))
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.5 + 1.1 * len(table.columns)), 1.8 + 0.6 * len(table.index)))
     image = ax.imshow(table.values, cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns])
     ax.set_yticks(range(len(table.index)), [str(i) for i in table.index])
-    ax.set_xlabel(cols.upper() if cols != "bcast" else "BCAST")
-    ax.set_ylabel(rows if rows != "grid" else "P x Q")
+    ax.set_xlabel(cols.upper())
+    ax.set_ylabel("P x Q" if rows == "grid" else rows.upper())
     finite = table.values[~pd.isna(table.values)]
     middle = (finite.min() + finite.max()) / 2 if finite.size else 0
     for i in range(len(table.index)):
@@ -124,7 +124,7 @@ def write_plots(df: pd.DataFrame, outdir: Path) -> list[Path]:
     for rows, cols, name, what in (("grid", "nb", "heatmap_grid_nb.png", "P x Q vs NB"),
                                    ("depth", "bcast", "heatmap_bcast_depth.png", "DEPTH vs BCAST")):
         path = outdir / name
-        heatmap(mine, rows, cols, path, f"{what}: best Gflops over the other parameters ({where})")
+        heatmap(mine, rows, cols, path, f"{what}: best Gflops over the other parameters\n({where})")
         written.append(path)
     path = outdir / "whatif.png"
     whatif_bars(df, path)

@@ -106,6 +106,7 @@ def _progress_bar(total: int, enabled: bool):
 def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool = False,
               progress: bool = True, log: Callable[[str], None] = _eprint) -> SweepResult:
     start = time.perf_counter()
+    executor.check()
     plan = make_plan(spec, work_dir(db), spec.timeout)
     result = SweepResult(planned=len(plan.tasks), invalid=plan.invalid)
     report_invalid(plan.invalid, log)
@@ -156,6 +157,9 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
             status = "done"
         except KeyboardInterrupt:
             result.interrupted = True
+            raise
+        except BaseException:
+            status = "error"  # e.g. the Dask scheduler went away: the runs stored so far stay
             raise
         finally:
             result.wall_s = time.perf_counter() - start

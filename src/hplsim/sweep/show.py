@@ -72,6 +72,8 @@ def what_if(df: pd.DataFrame) -> pd.DataFrame:
             "vs_reference": float(best["mean"]) / float(ref_row["mean"]) - 1 if ref_row is not None else None,
             "reference_config_gflops": same,
         })
+    # The reference first, then the variants from best to worst.
+    rows.sort(key=lambda r: ((r["platform_variation"], r["model_variation"]) != ref, -r["best_gflops"]))
     return pd.DataFrame(rows)
 
 

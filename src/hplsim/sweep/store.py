@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS sweeps (
     id               INTEGER PRIMARY KEY,
     started_at       TEXT NOT NULL,
     finished_at      TEXT,
-    status           TEXT NOT NULL DEFAULT 'running',  -- running, done, interrupted
+    status           TEXT NOT NULL DEFAULT 'running',  -- running (or killed), done, interrupted, error
     spec_path        TEXT,
     spec             TEXT,
     executor         TEXT,
