@@ -119,6 +119,7 @@ def test_dgemm_acceptance_archive(docs: DocRun) -> None:
     calls = check_blas_archive(docs.dir / "d.zip", 60, 1, cores)
     a = read_archive(docs.dir / "d.zip")
     assert a.metadata["run"]["cores"] == sorted(os.sched_getaffinity(0))  # all cores at once
+    assert len(a.metadata["load_average"]["start"]) == 3
     assert set(calls.core) == set(os.sched_getaffinity(0))  # each process stayed on its core
     assert a.metadata["design"]["generator"] == "uniform-product" and a.metadata["seed"] == 1
     # the cores really ran at the same time (as HPL's ranks do)
@@ -168,7 +169,7 @@ def test_mpi_acceptance_archive(docs: DocRun) -> None:
 def test_archive_show(docs: DocRun) -> None:
     text = docs.stdout["hplsim archive show d.zip"]
     assert "dgemm calibration, complete" in text and "Gflops" in text and "seed 1" in text
-    assert "monitoring" in text and "commands" in text
+    assert "monitoring" in text and "commands" in text and "load average" in text
     import json
 
     summary = json.loads(docs.stdout["hplsim archive show m.zip --json"])

@@ -264,6 +264,13 @@ def _frame(lines: list[str], columns: Sequence[str]) -> pd.DataFrame:
 
 # ---------------------------------------------------------------- checks
 
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def _mem_available() -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -372,6 +379,7 @@ def _execute(run: _Run, with_mpi: bool, launch_fn: Callable[[dict[str, Path], Pa
     log = md.CommandLog()
     phases = Phases()
     start_time = md.now_iso()
+    load_start = _loadavg()
     writer = ArchiveWriter()
     with _signals_raise():
         # Before the measurements: an interruption just stops (no archive).
@@ -432,6 +440,8 @@ def _execute(run: _Run, with_mpi: bool, launch_fn: Callable[[dict[str, Path], Pa
             "run": run.placement.metadata() | run.run_meta,
             "hosts": hosts, "cpu": local_cpu, "versions": versions, "monitoring": monitor.describe(),
             "phases": phases.items, "counts": {"planned": planned, "measured": len(results)},
+            # other jobs on the cores slow the calls down: a busy machine shows here
+            "load_average": {"start": load_start, "end": _loadavg(), "logical_cpus": os.cpu_count()},
         })
         if launch.warnings():
             meta["warnings"] = launch.warnings()

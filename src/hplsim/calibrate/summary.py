@@ -82,6 +82,7 @@ def summarise(a: Archive) -> dict[str, Any]:
         "hplsim": meta.get("hplsim"), "seed": meta.get("seed"), "design": meta.get("design"),
         "run": meta.get("run"), "hosts": meta.get("hosts"), "versions": meta.get("versions"),
         "counts": meta.get("counts"), "monitoring": meta.get("monitoring"),
+        "load_average": meta.get("load_average"), "warnings": meta.get("warnings"),
     }
     design = a.table("design") if a.has_table("design") else None
     for fn in ("dgemm", "dtrsm"):
@@ -167,6 +168,14 @@ def format_summary(s: dict[str, Any]) -> str:
         for op, o in (mpi.get("operations") or {}).items():
             lines.append(f"  {'':<11}   {op:<9} {o['count']:>5} rows, sizes {o['sizes'][0]}…{o['sizes'][1]} B, "
                          f"median {_si(o['median_small_s'], 's')} at ≤ 64 B")
+    load = s.get("load_average") or {}
+    if load.get("start"):
+        # at the start the load is other jobs' (at the end it includes ours)
+        busy = load["start"][0] > 0.5 + (load.get("logical_cpus") or 0) - ((s.get("run") or {}).get("processes") or 0)
+        row("load", f"1-min load average {load['start'][0]} at start, {(load.get('end') or ['?'])[0]} at end "
+                    f"({load.get('logical_cpus')} CPUs)" + ("  ← other jobs were running" if busy else ""))
+    for w in s.get("warnings") or []:
+        row("warning", w)
     hpl = s.get("hpl")
     if hpl:
         text = f"{hpl['runs']} runs"
