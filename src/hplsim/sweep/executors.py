@@ -30,6 +30,7 @@ from hplsim.sweep.variants import Variant
 #: 23-305 MB up to 1,024 ranks; ~2 GB for 1,024 ranks at N = 50k-75k). A rough upper bound.
 BASE_MEMORY = 64 * 2**20
 MEMORY_PER_RANK = 2 * 2**20
+JOB_TIME_PER_RUN = 2 * 3600.0  # s: submitit jobs' time limit per run when runs have no timeout
 
 
 class Executor(Protocol):
@@ -294,8 +295,9 @@ class SubmititExecutor:
         import submitit
 
         executor = submitit.AutoExecutor(folder=self.folder / "%j", cluster=self.cluster)
-        # A chunk may take all its runs' timeouts; the job's own limit must not cut it shorter.
-        timeout = max((t.timeout or 24 * 3600.0) for c in chunks for t in c)
+        # The job's time limit: its runs' timeouts, or JOB_TIME_PER_RUN each when none is set
+        # (24 h per run would ask a batch system for days). --slurm-time overrides it.
+        timeout = max((t.timeout or JOB_TIME_PER_RUN) for c in chunks for t in c)
         params: dict = {"timeout_min": math.ceil(max(len(c) for c in chunks) * timeout / 60) + 5,
                         "name": "hplsim-sweep"}
         if self.cluster == "slurm":
