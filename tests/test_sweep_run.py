@@ -125,25 +125,53 @@ def load_spec_text(text: str):
     return parse_spec(yaml.safe_load(text), "<test>")
 
 
-def test_sigkill_mid_sweep_then_restart(spec24, local24, tmp_path):
-    db = tmp_path / "killed.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "hplsim.cli", "sweep", str(spec24), "--db", str(db),
-                             "--jobs", "2", "--no-progress"], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+def marked_processes(marker: str) -> list[int]:
+    """Processes (the sweep, its workers, their smpirun) carrying `marker` in their environment."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if f"HPLSIM_TEST_MARKER={marker}".encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def start_sweep_and_wait(spec: Path, db: Path, cwd: Path, marker: str, runs: int = 4) -> subprocess.Popen:
+    """A sweep in the background, returned once it has stored `runs` runs."""
+    proc = subprocess.Popen([sys.executable, "-m", "hplsim.cli", "sweep", str(spec), "--db", str(db),
+                             "--jobs", "2", "--no-progress"], cwd=cwd, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "HPLSIM_TEST_MARKER": marker})
     deadline = time.monotonic() + 120
-    stored = 0
     while time.monotonic() < deadline and proc.poll() is None:
         if db.exists():
             try:
                 stored = sqlite3.connect(db, timeout=5).execute("SELECT count(*) FROM runs").fetchone()[0]
             except sqlite3.OperationalError:
                 stored = 0  # the schema is being created
-            if stored >= 4:
+            if stored >= runs:
                 break
         time.sleep(0.05)
-    assert proc.poll() is None, f"the sweep ended before it could be killed: {proc.stderr.read()}"
+    assert proc.poll() is None, f"the sweep ended before it could be stopped: {proc.stderr.read()}"
+    return proc
+
+
+def wait_gone(marker: str, timeout: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while marked_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return marked_processes(marker)
+
+
+def test_sigkill_mid_sweep_then_restart(spec24, local24, tmp_path):
+    db = tmp_path / "killed.sqlite"
+    marker = f"kill-{os.getpid()}-{time.time_ns()}"
+    proc = start_sweep_and_wait(spec24, db, tmp_path, marker)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    time.sleep(0.5)
+    # the workers die with their coordinator and take their simulations with them
+    assert wait_gone(marker) == []
     with ResultStore(db, create=False) as store:
         assert store.integrity() == "ok"
         partial = len(store.runs())
@@ -280,3 +308,19 @@ model:
     assert sum(gflops[("base", "slow-node")]) / 2 < base
     text = hplsim("sweep", "show", "w.sqlite", cwd=tmp_path).stdout
     assert "What if" in text and "slow-net" in text and "seeds" in text
+
+
+def test_ctrl_c_stops_the_simulations_and_keeps_what_is_stored(spec24, local24, tmp_path):
+    db = tmp_path / "interrupted.sqlite"
+    marker = f"int-{os.getpid()}-{time.time_ns()}"
+    proc = start_sweep_and_wait(spec24, db, tmp_path, marker, runs=2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted after" in err
+    assert wait_gone(marker) == []
+    with ResultStore(db, create=False) as store:
+        assert [s["status"] for s in store.sweeps()] == ["interrupted"]
+        partial = len(store.runs())
+    out = hplsim("sweep", str(spec24), "--db", str(db), "--no-progress", cwd=tmp_path)
+    assert f"{partial} already stored" in out.stderr
+    assert results(db) == results(local24)
