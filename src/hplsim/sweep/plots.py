@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from hplsim.hpl.config import BCAST_NAMES
-from hplsim.sweep.show import GROUP_COLUMNS, configurations, reference_variant, what_if
+from hplsim.sweep.show import GROUP_COLUMNS, VARIANT, configurations, of_variant, reference_variant, variants, what_if
 
 MAX_FAMILIES = 10
 
@@ -31,13 +31,13 @@ def _pyplot():
 
 def _family_label(row, many_variants: bool) -> str:
     text = f"NB={row['nb']} {row['p']}x{row['q']} {row['label']}"
-    return f"{text} [{row['platform_variation']} / {row['model_variation']}]" if many_variants else text
+    return f"{text} [{row['platform_name']} / {row['model_name']}]" if many_variants else text
 
 
 def gflops_vs_n(confs: pd.DataFrame, path: Path) -> None:
     plt = _pyplot()
     family_cols = [c for c in GROUP_COLUMNS if c != "n"]
-    many = confs[["platform_variation", "model_variation"]].drop_duplicates().shape[0] > 1
+    many = confs[VARIANT].drop_duplicates().shape[0] > 1
     best = confs.groupby(family_cols, sort=False, dropna=False)["mean"].max().sort_values(ascending=False)
     fig, ax = plt.subplots(figsize=(8, 5))
     for key in best.index[:MAX_FAMILIES]:
@@ -86,7 +86,7 @@ def heatmap(confs: pd.DataFrame, rows: str, cols: str, path: Path, title: str) -
 def whatif_bars(df: pd.DataFrame, path: Path) -> None:
     plt = _pyplot()
     w = what_if(df)
-    labels = [f"{p}\n{m}" for p, m in zip(w["platform_variation"], w["model_variation"])]
+    labels = [f"{p}\n{m}" for p, m in zip(w["platform"], w["model"])]
     fig, ax = plt.subplots(figsize=(min(14, max(5, 1.0 * len(w) + 2)), 5))
     x = range(len(w))
     ax.bar([i - 0.2 for i in x], w["best_gflops"], width=0.4, label="best configuration of the variant")
@@ -116,11 +116,10 @@ def write_plots(df: pd.DataFrame, outdir: Path) -> list[Path]:
     written.append(path)
 
     ref = reference_variant(df)
-    mine = confs[(confs["platform_variation"] == ref[0]) & (confs["model_variation"] == ref[1])].copy()
+    mine = of_variant(confs, ref).copy()
     mine["grid"] = [f"{p}x{q}" for p, q in zip(mine["p"], mine["q"])]
     mine["bcast"] = [f"{b} {BCAST_NAMES[int(b)]}" for b in mine["bcast"]]
-    where = f"platform {ref[0]}, model {ref[1]}" if len(confs.groupby(["platform_variation", "model_variation"])) > 1 \
-        else "all runs"
+    where = f"platform {ref[0]}, model {ref[1]}" if len(variants(df)) > 1 else "all runs"
     for rows, cols, name, what in (("grid", "nb", "heatmap_grid_nb.png", "P x Q vs NB"),
                                    ("depth", "bcast", "heatmap_bcast_depth.png", "DEPTH vs BCAST")):
         path = outdir / name

@@ -9,6 +9,7 @@ with ``retry_failed``, what failed before.
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import sys
 import time
@@ -71,8 +72,6 @@ def report_invalid(invalid: list[Invalid], log: Callable[[str], None]) -> None:
 
 def _reason_kind(reason: str) -> str:
     """Group messages that differ only by numbers: "NB (256) must not exceed N (200)"."""
-    import re
-
     return re.sub(r"\d+", "#", reason)
 
 

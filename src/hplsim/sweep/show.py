@@ -14,14 +14,21 @@ from hplsim.sweep.store import HPL_COLUMNS
 
 #: What makes two runs "the same configuration" (they differ only by seed).
 GROUP_COLUMNS = [*HPL_COLUMNS, "label", "platform", "platform_variation", "platform_digest", "model",
-                 "model_variation", "model_digest"]
+                 "model_variation", "model_digest", "platform_name", "model_name"]
+#: What tells variants apart: the base platform/model and the variation's name, shortened
+#: to the variation's name when the store holds one base platform (model) only.
+VARIANT = ["platform_name", "model_name"]
 ALWAYS_SHOWN = ("n", "nb", "p", "q")
 
 
 def frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame(runs)
     if df.empty:
-        df = pd.DataFrame(columns=[*GROUP_COLUMNS, "seed", "status", "gflops", "error"])
+        return pd.DataFrame(columns=[*GROUP_COLUMNS, "seed", "status", "gflops", "error", "attempts"])
+    for kind in ("platform", "model"):
+        several = df[kind].nunique() > 1
+        df[f"{kind}_name"] = [f"{base} [{v}]" if several else str(v)
+                              for base, v in zip(df[kind], df[f"{kind}_variation"])]
     return df
 
 
@@ -36,16 +43,21 @@ def configurations(df: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("mean", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def variant_key(row) -> tuple[str, str]:
-    return str(row["platform_variation"]), str(row["model_variation"])
+def variants(df: pd.DataFrame) -> list[tuple[str, str]]:
+    """(platform name, model name) of each variant, in the order first stored."""
+    return list(dict.fromkeys(zip(df["platform_name"], df["model_name"])))
 
 
 def reference_variant(df: pd.DataFrame) -> tuple[str, str] | None:
-    """The unchanged platform and model if they were run, else the first variant stored."""
+    """The first unchanged platform and model stored, else the first variant stored."""
     if df.empty:
         return None
-    keys = list(dict.fromkeys(zip(df["platform_variation"], df["model_variation"])))
-    return ("base", "base") if ("base", "base") in keys else keys[0]
+    unchanged = df[(df["platform_variation"] == "base") & (df["model_variation"] == "base")]
+    return variants(unchanged)[0] if not unchanged.empty else variants(df)[0]
+
+
+def of_variant(confs: pd.DataFrame, key: tuple[str, str]) -> pd.DataFrame:
+    return confs[(confs["platform_name"] == key[0]) & (confs["model_name"] == key[1])]
 
 
 def what_if(df: pd.DataFrame) -> pd.DataFrame:
@@ -56,9 +68,9 @@ def what_if(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     ref = reference_variant(df)
     rows = []
-    ref_best = confs[(confs["platform_variation"] == ref[0]) & (confs["model_variation"] == ref[1])]
+    ref_best = of_variant(confs, ref)
     ref_row = ref_best.iloc[0] if not ref_best.empty else None
-    for key, group in confs.groupby(["platform_variation", "model_variation"], sort=False):
+    for key, group in confs.groupby(VARIANT, sort=False):
         best = group.iloc[0]
         same = None
         if ref_row is not None:
@@ -67,13 +79,13 @@ def what_if(df: pd.DataFrame) -> pd.DataFrame:
                 match = match[match[c] == ref_row[c]]
             same = float(match["mean"].iloc[0]) if not match.empty else None
         rows.append({
-            "platform_variation": key[0], "model_variation": key[1], "configurations": len(group),
+            "platform": key[0], "model": key[1], "configurations": len(group),
             "best_gflops": float(best["mean"]), "best": describe(best),
             "vs_reference": float(best["mean"]) / float(ref_row["mean"]) - 1 if ref_row is not None else None,
             "reference_config_gflops": same,
         })
     # The reference first, then the variants from best to worst.
-    rows.sort(key=lambda r: ((r["platform_variation"], r["model_variation"]) != ref, -r["best_gflops"]))
+    rows.sort(key=lambda r: ((r["platform"], r["model"]) != ref, -r["best_gflops"]))
     return pd.DataFrame(rows)
 
 
@@ -99,18 +111,18 @@ def summary(df: pd.DataFrame, source: str, top: int = 10) -> str:
         return f"{source}: no runs stored yet"
     ok = int((df["status"] == "ok").sum())
     failed = len(df) - ok
-    variants = list(dict.fromkeys(zip(df["platform_variation"], df["model_variation"])))
+    many = len(variants(df)) > 1
     seeds = sorted(df["seed"].unique())
     lines = [f"{source}: {len(df)} runs ({ok} ok, {failed} failed); seeds "
              f"{', '.join(map(str, seeds[:8]))}{' ...' if len(seeds) > 8 else ''}; "
-             f"{len(variants)} platform/model variant{'s' if len(variants) > 1 else ''}"]
+             f"{len(variants(df))} platform/model variant{'s' if many else ''}"]
     confs = configurations(df)
     if not confs.empty:
         params = varying(df)
         many_seeds = confs["seeds"].max() > 1
         headers = ["#", "Gflops"] + (["min", "max", "sd", "seeds"] if many_seeds else []) + \
                   [p.upper() for p in params] + ["T/V"] + \
-                  (["platform", "model"] if len(variants) > 1 else [])
+                  (["platform", "model"] if many else [])
         rows = []
         for i, r in confs.head(top).iterrows():
             row = [str(i + 1), f"{r['mean']:.4g}"]
@@ -118,22 +130,22 @@ def summary(df: pd.DataFrame, source: str, top: int = 10) -> str:
                 sd = "" if pd.isna(r["std"]) else f"{r['std']:.3g}"
                 row += [f"{r['min']:.4g}", f"{r['max']:.4g}", sd, str(int(r["seeds"]))]
             row += [str(int(r[p])) for p in params] + [str(r["label"])]
-            if len(variants) > 1:
-                row += [str(r["platform_variation"]), str(r["model_variation"])]
+            if many:
+                row += [str(r["platform_name"]), str(r["model_name"])]
             rows.append(row)
         lines += ["", f"Best configurations (of {len(confs)}; Gflops = mean over seeds"
                       + ("; min, max, sd: spread across seeds)" if many_seeds else ")"),
                   _table(headers, rows)]
         if "bcast" in params:
             lines.append("BCAST: " + ", ".join(f"{k} {v}" for k, v in BCAST_NAMES.items()))
-    if len(variants) > 1:
+    if many:
         w = what_if(df)
         ref = reference_variant(df)
         rows = []
         for _, r in w.iterrows():
             vs = "" if r["vs_reference"] is None else f"{100 * r['vs_reference']:+.1f} %"
             same = "" if r["reference_config_gflops"] is None else f"{r['reference_config_gflops']:.4g}"
-            rows.append([r["platform_variation"], r["model_variation"], str(r["configurations"]),
+            rows.append([r["platform"], r["model"], str(r["configurations"]),
                          f"{r['best_gflops']:.4g}", vs, same, r["best"]])
         lines += ["", f"What if (best configuration of each variant; reference: platform {ref[0]}, model {ref[1]})",
                   _table(["platform", "model", "configs", "best Gflops", "vs ref", "ref's best here", "best"], rows)]
@@ -148,7 +160,7 @@ def failures(df: pd.DataFrame) -> str:
         return "no failed run"
     lines = []
     for _, r in bad.iterrows():
-        lines.append(f"{describe(r)} seed {r['seed']} [{r['platform_variation']} / {r['model_variation']}] "
+        lines.append(f"{describe(r)} seed {r['seed']} [{r['platform_name']} / {r['model_name']}] "
                      f"(attempts {r['attempts']}): {r['error']}")
     return "\n".join(lines)
 

@@ -7,6 +7,7 @@ Every problem is reported with the path of the offending field, e.g.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -104,8 +105,6 @@ class SweepSpec:
                        model: Path | None = None, seeds: tuple[int, ...] | None = None,
                        timeout: float | None = None) -> "SweepSpec":
         """The command line's --platform/--model/--seeds/--timeout replace the spec's."""
-        import dataclasses
-
         changes: dict[str, Any] = {}
         if platform is not None:
             changes["platform_path"] = Path(platform)
