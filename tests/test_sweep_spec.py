@@ -174,6 +174,17 @@ def test_platform_variations_on_the_builtin_xml(tmp_path):
         """)), tmp_path / "work", None)
 
 
+def test_variation_lists_as_shorthand(tmp_path):
+    spec = load_spec(spec_file(tmp_path, """
+        hpl: {n: 2000}
+        platform: [{}, {bandwidth: 2}]
+        model: [{}, {noise: false}]
+    """))
+    assert [v.name for v in spec.platform_variations] == ["base", "bandwidth x2"]
+    assert [v.name for v in spec.model_variations] == ["base", "noise off"]
+    assert spec.platform_path is None and spec.model_path is None
+
+
 def test_platform_variations_on_a_platform_spec(tmp_path):
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump({
         "nodes": 4, "cores_per_node": 2, "network": {"bandwidth": "10GBps", "latency": "2us"}}))

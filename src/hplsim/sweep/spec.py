@@ -402,6 +402,8 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path = Path("."), text: s
 
     platform_path, ranks_per_host, pvars = None, None, (PlatformVariation(),)
     raw = doc.get("platform")
+    if isinstance(raw, list):  # shorthand: the variations of the built-in platform
+        raw = {"variations": raw}
     if isinstance(raw, str):
         platform_path = _path(raw, base, source, "platform")
     elif raw is not None:
@@ -415,6 +417,8 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path = Path("."), text: s
 
     model_path, mvars = None, (ModelVariation(),)
     raw = doc.get("model")
+    if isinstance(raw, list):  # shorthand: the variations of the built-in model
+        raw = {"variations": raw}
     if isinstance(raw, str):
         model_path = _path(raw, base, source, "model")
     elif raw is not None:
