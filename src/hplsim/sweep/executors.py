@@ -153,7 +153,8 @@ class LocalExecutor:
         jobs, why = (self.jobs, "--jobs") if self.jobs else default_jobs(tasks)
         jobs = min(jobs, len(tasks))
         self.description = f"local pool of {jobs} ({why})"
-        # spawn, not fork: the coordinator has threads (tqdm, SQLite) that fork would copy.
+        # spawn, not fork: a forked worker would inherit the coordinator's open SQLite
+        # connection (SQLite forbids using or closing it across fork) and its threads' locks.
         ctx = multiprocessing.get_context("spawn")
         pool = cf.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init, initargs=(list(variants),))
         futures = {pool.submit(_run_in_worker, t): t for t in largest_first(tasks)}
