@@ -231,6 +231,10 @@ def test_hpl_dat_spec_and_bad_inputs(tmp_path):
     if not shutil.which("sbatch"):
         slurm = hplsim("sweep", "ok.yaml", "--db", "x.sqlite", "--executor", "slurm", cwd=tmp_path, check=False)
         assert slurm.returncode == 2 and "sbatch not found" in slurm.stderr
+    # options first, the spec last: still `sweep run`; a dry run writes nothing
+    dry = hplsim("sweep", "--db", "x.sqlite", "--dry-run", "ok.yaml", cwd=tmp_path)
+    assert dry.stdout.startswith("1 runs planned, 0 invalid combinations skipped, 0 already stored")
+    assert hplsim("sweep", cwd=tmp_path).stdout.startswith("Usage: hplsim sweep")  # bare: the help
     assert not (tmp_path / "x.sqlite").exists()
 
 

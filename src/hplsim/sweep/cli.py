@@ -20,14 +20,18 @@ from hplsim.hpl.options import INTS
 
 
 class SweepGroup(click.Group):
+    """``sweep SPEC [OPTIONS]`` (or ``sweep --db X SPEC``) means ``sweep run ...``; the
+    group's own ``--help`` and its commands are left alone."""
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and not args[0].startswith("-") and args[0] not in self.commands:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["run", *args]
         return super().parse_args(ctx, args)
 
 
-@click.group("sweep", cls=SweepGroup)
-def sweep() -> None:
+@click.group("sweep", cls=SweepGroup, invoke_without_command=True)
+@click.pass_context
+def sweep(ctx: click.Context) -> None:
     """Run many predictions (tuning, what-if) into a results store, and read it.
 
     \b
@@ -37,6 +41,8 @@ def sweep() -> None:
 
     Re-running a sweep runs only what the store does not hold yet. See docs/sweep.md.
     """
+    if ctx.invoked_subcommand is None:  # bare `hplsim sweep`: the help, not an error
+        click.echo(ctx.get_help())
 
 
 def _slurm_parameters(opts: dict) -> dict:
