@@ -22,7 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Idle probes before a busy-wait is recognised (HPLSIM_BUSY_PROBES overrides, for
+ * experiments). */
 #define BUSY_PROBES 16
+static int busy_probes = BUSY_PROBES;
 
 typedef struct {
   int source, tag;
@@ -42,10 +45,13 @@ int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *sta
   if (mode < 0) {
     const char *env = getenv("HPLSIM_BUSY_WAIT");
     mode = !(env && strcmp(env, "poll") == 0);
+    const char *probes = getenv("HPLSIM_BUSY_PROBES");
+    if (probes && atoi(probes) > 0)
+      busy_probes = atoi(probes);
   }
   int same = last.idle_failures > 0 && last.source == source && last.tag == tag && last.comm == comm &&
              simgrid_get_clock() == last.clock;
-  if (mode && same && last.idle_failures >= BUSY_PROBES) {
+  if (mode && same && last.idle_failures >= busy_probes) {
     last.idle_failures = 0;
     *flag = 1;
     if (status != MPI_STATUS_IGNORE) {
