@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +72,58 @@ def test_simgrid_growing_probe_delay_is_off_and_would_matter(monkeypatch):
     monkeypatch.setitem(smpirun.BASE_CONFIG, "smpi/grow-injected-times", "yes")
     grown = _predict(config, "poll")
     assert grown > exact * 1.01
+
+
+def test_pivot_maxima_have_the_law_of_the_largest_of_n_uniforms(tmp_path):
+    """E7: the local maximum idamax leaves for HPL_dlocmax is the largest of n uniforms, so
+    that the process row holding the global pivot is chosen in proportion to its rows."""
+    import numpy as np
+    from scipy import stats
+
+    from hplsim.hpl.build import sampler_binary
+    from hplsim.models.modelfile import HostModel, ModelFile, write_runtime_table
+
+    table = tmp_path / "t.table"
+    write_runtime_table(ModelFile(default=HostModel()), ["h"], table)
+
+    def draws(n: int, rank: int, count: int = 20000) -> np.ndarray:
+        out = subprocess.run([str(sampler_binary()), str(table), "h", "0", "3", str(rank), "pivot", str(n), "0", "0",
+                              str(count)], capture_output=True, text=True, check=True).stdout.split()
+        return np.array([float(x) for x in out[2:]])
+
+    seven = draws(7, rank=0)
+    assert stats.kstest(seven, stats.beta(7, 1).cdf).pvalue > 1e-3
+    few, many = draws(10, rank=1), draws(30, rank=2)
+    assert np.mean(few > many) == pytest.approx(10 / 40, abs=0.015)
+
+
+def _laswp_gather_by_process_row(tmp_path, pivots: str | None) -> list[float]:
+    old = os.environ.pop("HPLSIM_PIVOTS", None)
+    if pivots:
+        os.environ["HPLSIM_PIVOTS"] = pivots
+    try:
+        platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
+        config = HplConfig(n=6000, nb=64, p=4, q=4, pfact=1, rfact=2, bcast=2, swap=0)
+        predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=1, keep_dir=tmp_path / "run",
+                breakdown=True)
+    finally:
+        os.environ.pop("HPLSIM_PIVOTS", None)
+        if old is not None:
+            os.environ["HPLSIM_PIVOTS"] = old
+    per_row = [0.0] * 4
+    for line in (tmp_path / "run" / "kernels.txt").read_text().splitlines():
+        fields = line.split()
+        for item in fields[3:]:
+            name, _, seconds = item.rsplit(":", 2)
+            if name == "HPL_dlaswp02N":  # gathering the pivot rows a process row owns
+                per_row[int(fields[1]) // 4] += float(seconds)
+    return per_row
+
+
+def test_pivot_rows_are_spread_over_the_process_rows(tmp_path):
+    """E7: with the folded (all-zero) matrix every process tied and the pivot rows always
+    came from process row 0, which did all the gathering; now every row takes its share."""
+    spread = _laswp_gather_by_process_row(tmp_path / "a", None)
+    assert min(spread) > 0 and max(spread) / min(spread) < 1.3
+    lowest = _laswp_gather_by_process_row(tmp_path / "b", "lowest-row")
+    assert lowest[0] > 0 and lowest[1:] == [0.0, 0.0, 0.0]

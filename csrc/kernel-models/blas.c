@@ -78,9 +78,16 @@ int cblas_idamax(const int N, const double *X, const int incx)
   if (N <= 0)
     return 0;
   hplsim_kernel(K_IDAMAX, N, 0, 0);
-  /* Any valid row may be the pivot; a seeded per-rank draw keeps runs unbiased and
-   * reproducible without reading the (folded, meaningless) matrix. */
-  return hplsim_random_index(N);
+  /* HPL_dlocmax reads the entry back as the local maximum, and HPL_pdmxswp gives the pivot
+   * to the process row whose maximum is largest (ties: the lowest row). The folded matrix
+   * holds zeros, so every process would tie and the pivot would always come from the same
+   * row. Give the local maximum the law of the largest of N uniforms instead: the global
+   * pivot is then uniform over the remaining rows, as with HPL's random matrix. Nothing
+   * runs between this write and HPL's read, so other ranks sharing the folded page cannot
+   * interfere. */
+  int i = hplsim_random_index(N);
+  ((double *)X)[(size_t)i * (size_t)incx] = hplsim_pivot_magnitude(N);
+  return i;
 }
 
 void cblas_dcopy(const int N, const double *X, const int incx, double *Y, const int incy)

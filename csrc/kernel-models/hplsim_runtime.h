@@ -33,6 +33,9 @@ void hplsim_flush(void);
 /* Uniform integer in [0, n) from the rank's pivot stream (n > 0). */
 int hplsim_random_index(int n);
 
+/* From the pivot stream: a value distributed as the largest of n uniforms on (0, 1). */
+double hplsim_pivot_magnitude(int n);
+
 /* Panel buffers: `size` bytes, returned aligned to `align`, folded except the `private_len`
  * bytes at `private_offset` (HPL's pivot indices); reused across iterations. */
 void *hplsim_panel_work(size_t size, size_t align, size_t private_offset, size_t private_len);

@@ -59,3 +59,9 @@ double hplsim_rng_normal(hplsim_rng *r)
   r->has_spare = 1;
   return radius * cos(angle);
 }
+
+double hplsim_rng_max_uniform(hplsim_rng *r, int n)
+{
+  /* If U is uniform, U^(1/n) has the law of the maximum of n independent uniforms. */
+  return pow(hplsim_rng_uniform(r), 1.0 / (double)n);
+}

@@ -15,5 +15,6 @@ void hplsim_rng_seed(hplsim_rng *r, uint64_t seed, uint64_t rank, uint64_t strea
 uint64_t hplsim_rng_next(hplsim_rng *r);
 double hplsim_rng_uniform(hplsim_rng *r);  /* in (0, 1) */
 double hplsim_rng_normal(hplsim_rng *r);   /* standard normal */
+double hplsim_rng_max_uniform(hplsim_rng *r, int n); /* law of the largest of n uniforms on (0, 1) */
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "hplsim_runtime.h"
@@ -81,6 +82,18 @@ int hplsim_random_index(int n)
 
 /* One line per rank: its modelled compute time, then calls and seconds per kernel
  * (kernels never called are left out). */
+double hplsim_pivot_magnitude(int n)
+{
+  /* HPLSIM_PIVOTS=lowest-row: the behaviour before (every local maximum 0, so the pivot
+   * always comes from the lowest process row), kept for experiments. */
+  static int lowest_row = -1;
+  if (lowest_row < 0) {
+    const char *env = getenv("HPLSIM_PIVOTS");
+    lowest_row = env && strcmp(env, "lowest-row") == 0;
+  }
+  return lowest_row ? 0.0 : hplsim_rng_max_uniform(&pivot_rng, n);
+}
+
 void hplsim_runtime_report(FILE *out, int rank)
 {
   double total = 0.0;

@@ -21,6 +21,14 @@ int main(int argc, char **argv)
     fprintf(stderr, "error: %s\n", err);
     return 1;
   }
+  if (strcmp(argv[6], "pivot") == 0) { /* the pivot stream's local maxima over X0 rows */
+    hplsim_rng rng;
+    hplsim_rng_seed(&rng, strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10), 2);
+    printf("cpu %d\n", hplsim_model_cpu());
+    for (long i = 0; i < atol(argv[10]); i++)
+      printf("%.17g\n", hplsim_rng_max_uniform(&rng, atoi(argv[7])));
+    return 0;
+  }
   int kernel = -1;
   for (int k = 0; k < (int)(sizeof names / sizeof *names); k++)
     if (strcmp(names[k], argv[6]) == 0)

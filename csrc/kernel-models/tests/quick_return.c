@@ -10,6 +10,7 @@ static int reached;
 
 void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2) { reached++; }
 int hplsim_random_index(int n) { return n - 1; }
+double hplsim_pivot_magnitude(int n) { return 0.5; }
 
 #define CHECK(name, call)            \
   do {                               \
