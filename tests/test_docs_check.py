@@ -1,7 +1,9 @@
-"""The examples of docs/check.md run as written (on the published Dahu history)."""
+"""The examples of docs/check.md run as written (on the published Dahu history), and say
+what the document says they say."""
 
 from __future__ import annotations
 
+import json
 import os
 
 from conftest import REPO
@@ -11,6 +13,15 @@ from docexamples import run_examples
 def test_check_doc_examples_run(tmp_path, dahu_dir):
     os.symlink(dahu_dir / "dgemm_calibration_history.csv", tmp_path / "dgemm_calibration_history.csv")
     results = run_examples(REPO / "docs" / "check.md", tmp_path)
-    assert len(results) == 5
-    assert (tmp_path / "charts" / "overview.png").exists()
-    assert (tmp_path / "history.sqlite").exists()
+    assert len(results) == 7
+    table, as_json, december, charts, _, added, ours = (r.stdout for r in results)
+    assert "64 series: 64 ok (γ = 0.9999, r = 1 and 5)" in table
+    assert "intercept_residual (regression)" in table.split("dahu-2/cpu0")[1].splitlines()[0]
+    assert {v["verdict"] for v in json.loads(as_json)} == {"ok"}
+    assert "64 series: 64 not enough history" in december
+    # the outlier log removed a run of dahu-13/cpu0 and both CPUs' of dahu-6 on 2019-12-30
+    assert "Replay (each run against the runs before it): 0 alarm(s)" in charts
+    assert "outlier log: 1 run(s) left out" in charts.split("dahu-6/cpu1")[1].splitlines()[0]
+    assert (tmp_path / "charts" / "overview.png").exists() and (tmp_path / "charts" / "dahu-15-cpu1.png").exists()
+    assert "run(s) added" in added and (tmp_path / "history.sqlite").exists()
+    assert "not enough history" in ours

@@ -1,5 +1,5 @@
-"""`hplsim check HISTORY …` (test the latest calibrations) and `hplsim check add HISTORY
-ARCHIVE…` (append calibration archives to a history file)."""
+"""`hplsim check HISTORY …` (test the latest calibrations of every series) and `hplsim check
+add HISTORY SOURCE…` (append calibration archives or other histories to a history file)."""
 
 from __future__ import annotations
 
@@ -9,109 +9,161 @@ from pathlib import Path
 
 import click
 
-from hplsim.check.history import read_history, summarise_archive, append_runs
-from hplsim.check.verdicts import (
-    IMPROVEMENT, NOT_ENOUGH, NOT_TESTABLE, OK, REGRESSION, evaluate, parse_time, read_changelog, read_outliers, select,
-)
+from hplsim.check.metrics import DEFAULT_METRICS
 from hplsim.errors import HplsimError
-
-DEFAULT_METRICS = "intercept,mnk,avg_gflops"
 
 
 class _CheckGroup(click.Group):
-    """`hplsim check FILE …` runs the test; `hplsim check add …` appends."""
+    """`hplsim check FILE …` runs the test (the hidden `run` command); `hplsim check add …`
+    appends."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["run", *args]
         return super().parse_args(ctx, args)
 
 
-@click.group("check", cls=_CheckGroup)
-def check() -> None:
+@click.group("check", cls=_CheckGroup, invoke_without_command=True)
+@click.pass_context
+def check(ctx: click.Context) -> None:
     """Non-regression tests on a calibration history (Chew's prediction region).
 
     \b
-    hplsim check HISTORY [--metrics …] [--window 5] [--gamma 0.9999] [--json] [--plot DIR]
-    hplsim check add HISTORY ARCHIVE…
-    HISTORY: our history file (SQLite) or the published Dahu history CSV.
+    hplsim check HISTORY [--metrics intercept,mnk,avg_gflops] [--window 5] [--gamma 0.9999]
+                 [--since DATE] [--until DATE] [--changelog CSV] [--outliers CSV]
+                 [--json] [--replay] [--plot DIR]
+    hplsim check add HISTORY ARCHIVE_OR_HISTORY…
+
+    HISTORY: our history file (SQLite) or a CSV (the published Dahu history). Exit code 1
+    when a series regresses, 0 otherwise. See docs/check.md (hplsim check run --help for
+    every option).
     """
+    if ctx.invoked_subcommand is None:  # bare `hplsim check`: the help, not an error
+        click.echo(ctx.get_help())
 
 
-def _format_table(verdicts) -> str:
-    head = f"{'series':<24}{'verdict':<20}{'runs':>5}{'ref':>5}  {'r=1: t / F':>18}  {'r=w: t / F':>18}  note"
+def _cell(t) -> str:
+    if t is None:
+        return ""
+    if t.statistic is None:
+        return f"{t.n:>3}  {'-':>17}"
+    return f"{t.n:>3} {t.statistic:8.2f} / {t.threshold:6.2f}"
+
+
+def format_table(verdicts, window: int) -> str:
+    rs = sorted({1, window})
+    head = f"{'series':<16}{'verdict':<19}{'runs':>5}  {'last run':<17}" + "".join(
+        f"  {f'r={r}: n   t / F(γ)':>23}" for r in rs) + "  note"
     lines = [head, "-" * len(head)]
     for v in verdicts:
-        cells = []
-        for r in (1, max((t.r for t in v.tests), default=1)):
-            t = next((t for t in v.tests if t.r == r), None)
-            cells.append(f"{t.statistic:8.2f} / {t.threshold:7.2f}" if t and t.statistic is not None else "")
-        n = v.tests[0].n if v.tests else ""
-        lines.append(f"{v.host + '/cpu' + str(v.cpu):<24}{v.verdict:<20}{v.runs:>5}{n:>5}  {cells[0]:>18}  "
-                     f"{cells[1]:>18}  {v.message}")
+        cells = "".join(f"  {_cell(next((t for t in v.tests if t.r == r), None)):>23}" for r in rs)
+        lines.append(f"{v.name:<16}{v.verdict:<19}{v.runs:>5}  {(v.last_date or ''):<17}{cells}  {v.message}")
     return "\n".join(lines)
 
 
+def _summary(verdicts, gamma: float, window: int) -> str:
+    from hplsim.check.verdicts import PRECEDENCE
+
+    counts = [(k, sum(v.verdict == k for v in verdicts)) for k in reversed(PRECEDENCE)]
+    rs = f"r = 1 and {window}" if window > 1 else "r = 1"
+    return f"{len(verdicts)} series: " + ", ".join(f"{c} {k}" for k, c in counts if c) + f" (γ = {gamma}, {rs})"
+
+
 @check.command("run", hidden=True)
-@click.argument("history", type=click.Path(path_type=Path))
-@click.option("--since", help="Only runs from this date on (YYYY-MM-DD or Unix time).")
-@click.option("--metrics", default=DEFAULT_METRICS, show_default=True,
-              help="Comma-separated metrics of the multivariate test.")
-@click.option("--window", type=int, default=5, show_default=True, help="r: the last r runs are tested (and r=1).")
+@click.argument("history", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--metrics", default=",".join(DEFAULT_METRICS), show_default=True,
+              help="Comma-separated metrics of the multivariate test (the verdict).")
+@click.option("--window", type=int, default=5, show_default=True,
+              help="r: the mean of the last r runs is tested, and the last run alone.")
 @click.option("--gamma", type=float, default=0.9999, show_default=True, help="Confidence of the prediction region.")
-@click.option("--changelog", type=click.Path(path_type=Path),
-              help="CSV date,host,reason: known changes; the reference restarts after them (host 'all': every series).")
-@click.option("--outliers", type=click.Path(path_type=Path), help="CSV host,cpu,run_id[,reason]: runs to leave out.")
+@click.option("--since", help="Leave out runs before this date (YYYY-MM-DD[THH:MM], UTC, or Unix time).")
+@click.option("--until", help="Leave out runs after this date: the check as it would have run then.")
+@click.option("--changelog", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="CSV date,host,reason: known changes; a series' reference restarts at them (host 'all').")
+@click.option("--outliers", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="CSV host,cpu,run_id[,reason]: runs to leave out (empty cpu: every CPU).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of per-series verdicts.")
-@click.option("--plot", type=click.Path(path_type=Path), help="Write control charts and an overview heat-map here.")
-def run(history: Path, since, metrics: str, window: int, gamma: float, changelog, outliers, as_json: bool,
-        plot: Path | None) -> None:
-    data = read_history(history)
+@click.option("--replay", is_flag=True,
+              help="Also test every past run against the runs before it and list the alarms (when).")
+@click.option("--plot", type=click.Path(path_type=Path, file_okay=False),
+              help="Write one control chart per series and overview.png to this folder.")
+def run(history: Path, metrics: str, window: int, gamma: float, since: str | None, until: str | None,
+        changelog: Path | None, outliers: Path | None, as_json: bool, replay: bool, plot: Path | None) -> None:
+    """Test the latest runs of every series of HISTORY."""
+    from hplsim.check.history import read_history
+    from hplsim.check.logs import parse_time, read_changelog, read_outliers
+    from hplsim.check.verdicts import REGRESSION, evaluate
+
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     if not names:
         raise HplsimError("--metrics is empty")
-    missing = [m for m in names if m not in data.columns]
-    if missing:
-        known = sorted(c for c in data.columns if c not in ("host", "cpu", "run_id", "start_time", "source"))
-        raise HplsimError(f"metric(s) {', '.join(missing)} not in the history (has: {', '.join(known)})")
-    log = read_changelog(changelog) if changelog else []
-    skip = read_outliers(outliers) if outliers else set()
     start = parse_time(since, "--since") if since else None
-    verdicts = evaluate(data, names, window, gamma, log, start, skip)
+    end = parse_time(until, "--until") if until else None
+    if start is not None and end is not None and end < start:
+        raise HplsimError("--until is before --since")
+    log = read_changelog(changelog) if changelog else []
+    skip = read_outliers(outliers) if outliers else []
+    data = read_history(history)
+    if data.empty:
+        raise HplsimError(f"{history}: no calibration run in the history")
+    verdicts = evaluate(data, names, window, gamma, log, start, end, skip, replay=replay)
     if plot:
-        _plots(plot, data, names, gamma, log, start, skip)
+        _plots(plot, data, names, window, gamma, log, start, end, skip)
     if as_json:
-        json.dump([v.to_dict() for v in verdicts], sys.stdout, indent=1)
+        json.dump([v.to_dict() for v in verdicts], sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        click.echo(_format_table(verdicts))
-        counts = {k: sum(v.verdict == k for v in verdicts) for k in (OK, REGRESSION, IMPROVEMENT, NOT_ENOUGH,
-                                                                       NOT_TESTABLE)}
-        click.echo(", ".join(f"{c} {k}" for k, c in counts.items() if c) + f" (γ = {gamma}, window {window})")
+        click.echo(format_table(verdicts, window))
+        click.echo(_summary(verdicts, gamma, window))
+        if replay:
+            past = [(v.name, a) for v in verdicts for a in v.alarms or []]
+            click.echo(f"\nReplay (each run against the runs before it): {len(past)} alarm(s)")
+            for name, a in sorted(past, key=lambda x: (x[1]["time"], x[0])):
+                click.echo(f"  {a['date']}  {name:<16}{a['verdict']:<12}{a['run_id']:<12}{a['message']}")
+        if plot:
+            click.echo(f"charts: {plot}/")
     if any(v.verdict == REGRESSION for v in verdicts):
         sys.exit(1)
 
 
-def _plots(folder: Path, data, metrics, gamma, log, start, skip) -> None:
+def _plots(folder: Path, data, metrics, window, gamma, log, start, end, skip) -> None:
     from hplsim.check.plots import control_chart, overview
+    from hplsim.check.verdicts import replay_series, series_of
 
-    folder.mkdir(parents=True, exist_ok=True)
-    rolls = []
-    for (host, cpu), group in select(data, start, skip).groupby(["host", "cpu"], sort=True):
-        if group.dropna(subset=metrics).empty:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HplsimError(f"cannot create {folder}: {exc.strerror}") from None
+    replays = {}
+    for s in series_of(data, metrics, log, start, end, skip):
+        if s.runs.empty:
             continue
-        rolls.append(control_chart(group, metrics, gamma, log, folder / f"{host}-cpu{cpu}.png"))
-    overview(rolls, folder / "overview.png")
+        replays[f"{s.host}/cpu{s.cpu}"] = r = replay_series(s, window, gamma)
+        control_chart(s, r, gamma, log, folder / f"{s.host}-cpu{s.cpu}.png")
+    overview(replays, folder / "overview.png")
 
 
 @check.command("add")
-@click.argument("history", type=click.Path(path_type=Path))
-@click.argument("archives", nargs=-1, required=True, type=click.Path(path_type=Path))
-def add(history: Path, archives: tuple[Path, ...]) -> None:
-    """Summarise dgemm calibration archives (per host and CPU: M-1/N-2 fit, mean Gflops,
-    mean frequency and temperature when monitored) and append them to HISTORY at once."""
+@click.argument("history", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False))
+def add(history: Path, sources: tuple[Path, ...]) -> None:
+    """Append runs to HISTORY (an SQLite file, created if needed), all at once or not at all.
+
+    Each SOURCE is a dgemm calibration archive (.zip: one run per host and CPU, summarised
+    by the M-1/N-2 fit, mean Gflops, mean frequency and temperature when monitored) or
+    another history (CSV or SQLite). Runs already present are skipped.
+    """
+    import zipfile
+
     import pandas as pd
 
-    runs = pd.concat([summarise_archive(a) for a in archives], ignore_index=True)
+    from hplsim.check.history import append_runs, read_history
+    from hplsim.check.summary import summarise_archive
+
+    frames = [summarise_archive(s) if zipfile.is_zipfile(s) else read_history(s) for s in sources]
+    runs = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(
+        not f.empty for f in frames) else None
+    if runs is None:
+        raise HplsimError("no run in " + ", ".join(map(str, sources)))
     added, present = append_runs(history, runs)
     click.echo(f"{history}: {added} run(s) added" + (f", {present} already present" if present else ""))

@@ -1,89 +1,68 @@
 """Per series (host × CPU, in time order): is the latest calibration still the same machine?
 
-The last r observations (r = 1 and r = window) are tested against the reference: the
-observations before them since the last applicable changelog entry, known outliers
-excluded. The verdict comes from the multivariate test on the chosen metrics; the 1-D
-tests of each metric are reported alongside.
+The last r runs (r = 1 and r = window) are tested against the reference: the runs before
+them in the series' current segment (since the last changelog entry for that host or
+"all"), known outliers and runs with missing values left out. The verdict comes from the
+multivariate test on the chosen metrics; the 1-D test of every metric the history carries
+is reported alongside. `replay_series` applies the same test after every run, as if the
+check had run after each calibration (control charts, `--replay`).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from hplsim.check.chew import DegenerateReference, band, chew_test, minimum_reference
-from hplsim.check.history import HIGHER_IS_WORSE, LOWER_IS_WORSE
+from hplsim.check.chew import DegenerateReference, chew_test, minimum_reference, threshold
+from hplsim.check.logs import ChangelogEntry, Outlier, iso
+from hplsim.check.metrics import metric_columns, orientation
 from hplsim.errors import HplsimError
 
 OK, REGRESSION, IMPROVEMENT, NOT_ENOUGH, NOT_TESTABLE = (
     "ok", "regression", "improvement", "not enough history", "not testable")
+# How the verdicts of the r=1 and r=window tests combine: the first one present wins. An
+# alarm is never hidden by a test that could not be run, and "ok" needs every test to pass.
+PRECEDENCE = (REGRESSION, IMPROVEMENT, NOT_TESTABLE, NOT_ENOUGH, OK)
+
+# Relative spread under which a metric counts as constant (1-D tests).
+_CONSTANT = 1e-12
 
 
-def parse_time(value: str, what: str) -> float:
-    """A date (ISO 8601, e.g. 2019-12-01 or 2019-12-01T10:00) or a Unix time -> Unix time."""
-    text = str(value).strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        t = datetime.fromisoformat(text)
-    except ValueError:
-        raise HplsimError(f"{what}: {value!r} is neither a date (YYYY-MM-DD) nor a Unix time") from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=timezone.utc)
-    return t.timestamp()
+def combine(statuses) -> str:
+    present = set(statuses)
+    return next((v for v in PRECEDENCE if v in present), NOT_ENOUGH)
 
 
-@dataclass(frozen=True)
-class ChangelogEntry:
-    time: float
-    host: str  # a host name or "all"
-    reason: str
-
-
-def read_changelog(path: Path) -> list[ChangelogEntry]:
-    """CSV with columns date, host, reason (host "all" resets every series)."""
-    df = _read_csv(path, {"date", "host"}, "changelog")
-    return [ChangelogEntry(parse_time(r["date"], f"changelog {path}"), str(r["host"]).strip(), str(r.get("reason", "")))
-            for r in df.to_dict("records")]
-
-
-def read_outliers(path: Path) -> set[tuple[str, int | None, str]]:
-    """CSV with columns host, cpu (empty: every CPU), run_id[, reason]: runs to exclude."""
-    df = _read_csv(path, {"host", "run_id"}, "outlier log")
-    out = set()
-    for r in df.to_dict("records"):
-        cpu = r.get("cpu")
-        cpu = None if cpu is None or (isinstance(cpu, float) and np.isnan(cpu)) or str(cpu).strip() == "" else int(cpu)
-        out.add((str(r["host"]).strip(), cpu, str(r["run_id"]).strip()))
-    return out
-
-
-def _read_csv(path: Path, needed: set[str], what: str) -> pd.DataFrame:
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise HplsimError(f"cannot read {what} {path}: {exc}") from None
-    missing = needed - set(df.columns)
-    if missing:
-        raise HplsimError(f"{what} {path}: missing column(s) {', '.join(sorted(missing))}")
-    return df
+def direction(metrics: list[str], z: np.ndarray) -> str:
+    """An alarm is a regression when the standardised deviations, each counted positive
+    when its metric moved the bad way (durations up, Gflops down, ...), add up to >= 0.
+    Ties and vectors of metrics with no better side (t-values) count as regressions:
+    a gate should stop on an unexplained change."""
+    score = sum(orientation(m) * float(v) for m, v in zip(metrics, z))
+    return REGRESSION if score >= 0 else IMPROVEMENT
 
 
 @dataclass
-class TestOutcome:
+class Outcome:
     r: int
-    n: int
+    status: str
+    n: int = 0  # reference runs
+    message: str = ""
     statistic: float | None = None
     threshold: float | None = None
-    alarm: bool = False
-    direction: str | None = None
-    one_d: dict = field(default_factory=dict)  # metric -> {statistic, threshold, alarm, low, high, mean}
+    p_value: float | None = None
+    first_run: str | None = None  # the oldest of the r runs under test
+    first_time: float | None = None
+    deviation: dict = field(default_factory=dict)  # metric -> mean_ref, mean_new, sd_ref, z
+    one_d: dict = field(default_factory=dict)  # metric -> n, mean_ref, mean_new, low, high, statistic, ...
+
+    @property
+    def alarm(self) -> bool:
+        return self.status in (REGRESSION, IMPROVEMENT)
 
 
 @dataclass
@@ -93,139 +72,277 @@ class SeriesVerdict:
     verdict: str
     message: str
     metrics: list[str]
-    runs: int
+    runs: int  # usable runs (dated, complete, not outliers)
+    left_out: dict  # why other runs were not used -> count
     last_run: str | None
     last_time: float | None
-    reset_time: float | None
-    tests: list[TestOutcome]
+    reset_time: float | None  # start of the current segment (changelog), if any
+    reset_reason: str | None
+    tests: list[Outcome]
+    alarms: list[dict] | None = None  # with replay: every past run that raised an alarm
+
+    @property
+    def name(self) -> str:
+        return f"{self.host}/cpu{self.cpu}"
+
+    @property
+    def last_date(self) -> str | None:
+        return iso(self.last_time)
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["last_date"] = (datetime.fromtimestamp(self.last_time, timezone.utc).isoformat()
-                          if self.last_time is not None else None)
-        return d
+        d = {"series": self.name, **d, "last_date": iso(self.last_time), "reset_date": iso(self.reset_time)}
+        for t, obj in zip(d["tests"], self.tests):
+            t["alarm"] = obj.alarm
+            t["first_date"] = iso(obj.first_time)
+        if self.alarms is None:
+            del d["alarms"]
+        return _json_safe(d)
 
 
-def _orientation(metric: str) -> int:
-    return 1 if metric in HIGHER_IS_WORSE else -1 if metric in LOWER_IS_WORSE else 0
+def _json_safe(obj):
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
 
 
-def direction(metrics: list[str], deviation: tuple[float, ...], sd: np.ndarray) -> str:
-    """Regression when the oriented, standardised deviations add up to "worse"."""
-    score = sum(_orientation(m) * d / s for m, d, s in zip(metrics, deviation, sd) if s > 0)
-    return REGRESSION if score > 0 else IMPROVEMENT
+# --------------------------------------------------------------------------- one series
 
 
-def reset_time(changelog: list[ChangelogEntry], host: str, before: float) -> float | None:
-    times = [e.time for e in changelog if e.host in (host, "all") and e.time <= before]
-    return max(times) if times else None
+@dataclass
+class Series:
+    """One series, ready to test: its usable runs in time order and, for each run, where
+    its segment (the runs since the last changelog entry) starts."""
+
+    host: str
+    cpu: int
+    metrics: list[str]
+    watch: list[str]  # every metric, for the 1-D tests
+    runs: pd.DataFrame
+    x: np.ndarray  # runs × metrics
+    w: np.ndarray  # runs × watch
+    segment_start: np.ndarray  # per run: index of the first run of its segment
+    resets: list[ChangelogEntry | None]  # per run: the changelog entry its segment starts at
+    left_out: dict
 
 
-def evaluate_series(
-    series: pd.DataFrame, metrics: list[str], window: int, gamma: float,
-    changelog: list[ChangelogEntry] = (),
-) -> SeriesVerdict:
-    """`series`: one host and CPU, outliers already removed, sorted by start_time."""
-    host, cpu = str(series["host"].iloc[0]), int(series["cpu"].iloc[0])
-    missing = [m for m in metrics if m not in series.columns]
-    if missing:
-        raise HplsimError(f"metric(s) {', '.join(missing)} not in the history")
-    p = len(metrics)
-    last = series.iloc[-1]
-    base = dict(host=host, cpu=cpu, metrics=list(metrics), runs=len(series), last_run=str(last["run_id"]),
-                last_time=float(last["start_time"]))
-    complete = series.dropna(subset=metrics)
-    dropped = len(series) - len(complete)
-    note = f" ({dropped} run(s) with missing values left out)" if dropped else ""
+def prepare(group: pd.DataFrame, metrics: list[str], watch: list[str], changelog: list[ChangelogEntry],
+            outliers: list[Outlier]) -> Series:
+    host, cpu = str(group["host"].iloc[0]), int(group["cpu"].iloc[0])
+    left_out = {}
+    df = group
+    if outliers:
+        bad = np.array([any(o.matches(host, cpu, str(r)) for o in outliers) for r in df["run_id"]], dtype=bool)
+        if bad.any():
+            left_out["outlier log"] = int(bad.sum())
+        df = df[~bad]
+    undated = ~np.isfinite(df["start_time"].to_numpy(float))
+    if undated.any():
+        left_out["no start time"] = int(undated.sum())
+        df = df[~undated]
+    complete = np.isfinite(df[metrics].to_numpy(float)).all(axis=1)
+    if not complete.all():
+        left_out["missing values"] = int((~complete).sum())
+        df = df[complete]
+    df = df.sort_values("start_time", kind="stable").reset_index(drop=True)
+    times = df["start_time"].to_numpy(float)
+    entries = [e for e in changelog if e.applies_to(host)]
+    resets: list[ChangelogEntry | None] = []
+    for t in times:
+        before = [e for e in entries if e.time <= t]
+        resets.append(before[-1] if before else None)
+    starts = np.zeros(len(df), dtype=int)
+    for i, e in enumerate(resets):
+        starts[i] = 0 if e is None else int(np.searchsorted(times, e.time, side="left"))
+    return Series(host, cpu, list(metrics), list(watch), df, df[metrics].to_numpy(float),
+                  df[watch].to_numpy(float) if watch else np.empty((len(df), 0)), starts, resets, left_out)
+
+
+def _since_reset(s: Series, i: int) -> str:
+    e = s.resets[i]
+    if e is None:
+        return ""
+    return f" since the changelog entry of {iso(e.time)}" + (f" ({e.reason})" if e.reason else "")
+
+
+def _one_d(ref: np.ndarray, new: np.ndarray, r: int, gamma: float, metric: str) -> dict | None:
+    """The 1-D test and band of one metric; None when it cannot be run."""
+    ref = ref[np.isfinite(ref)]
+    n = ref.size
+    if n < minimum_reference(1) or not np.isfinite(new).all():
+        return None
+    mean, sd = float(ref.mean()), float(ref.std(ddof=1))
+    if sd <= _CONSTANT * max(abs(mean), 1e-300):
+        return None
+    d = float(new.mean()) - mean
+    t = n * r / (n + r) * d * d / (sd * sd)
+    f = threshold(gamma, 1, n - 1)
+    half = sd * math.sqrt(f * (n + r) / (n * r))
+    alarm = t >= f
+    sense = orientation(metric) * (1 if d > 0 else -1)
+    way = (REGRESSION if sense > 0 else IMPROVEMENT if sense < 0 else "higher" if d > 0 else "lower") if alarm else None
+    return {"n": n, "mean_ref": mean, "mean_new": float(new.mean()), "low": mean - half, "high": mean + half,
+            "statistic": t, "threshold": f, "alarm": bool(alarm), "direction": way}
+
+
+def _sigmas(dev: dict, metrics: list[str]) -> str:
+    ranked = sorted(metrics, key=lambda m: -abs(dev[m]["z"]))
+    return ", ".join(f"{m} {dev[m]['z']:+.1f}σ" for m in ranked)
+
+
+def check_at(s: Series, i: int, r: int, gamma: float) -> Outcome:
+    """The mean of runs i−r+1..i against the runs before them in their segment."""
+    p = len(s.metrics)
     need = minimum_reference(p)
-    tests: list[TestOutcome] = []
-    reset = None
-    for r in sorted({1, window}):
-        if len(complete) < r + 1:
-            return SeriesVerdict(**base, verdict=NOT_ENOUGH, reset_time=None, tests=tests,
-                                 message=f"{len(complete)} usable run(s){note}: need {need} reference runs + {r}")
-        new = complete.iloc[-r:]
-        reset = reset_time(list(changelog), host, float(new["start_time"].iloc[0]))
-        ref = complete.iloc[:-r]
-        if reset is not None:
-            ref = ref[ref["start_time"] > reset]
-        if len(ref) < need:
-            why = " since the last changelog reset" if reset is not None else ""
-            return SeriesVerdict(**base, verdict=NOT_ENOUGH, reset_time=reset, tests=tests,
-                                 message=f"{len(ref)} reference run(s){why}{note}: need {need} (window {r})")
-        x, y = ref[metrics].to_numpy(float), new[metrics].to_numpy(float)
-        try:
-            res = chew_test(x, y, gamma)
-        except DegenerateReference as exc:
-            return SeriesVerdict(**base, verdict=NOT_TESTABLE, reset_time=reset, tests=tests,
-                                 message=f"{exc}{note}")
-        outcome = TestOutcome(r, len(ref), res.statistic, res.threshold, res.alarm)
-        sd = x.std(axis=0, ddof=1)
-        if res.alarm:
-            outcome.direction = direction(metrics, res.deviation, sd)
-        for j, m in enumerate(metrics):
-            try:
-                one = chew_test(x[:, j], y[:, j], gamma)
-                lo, hi = band(x[:, j], r, gamma)
-            except DegenerateReference:
-                continue
-            outcome.one_d[m] = {"statistic": one.statistic, "threshold": one.threshold, "alarm": one.alarm,
-                                "low": lo, "high": hi, "mean": float(y[:, j].mean())}
-        tests.append(outcome)
-    alarms = [t.direction for t in tests if t.alarm]
-    verdict = REGRESSION if REGRESSION in alarms else IMPROVEMENT if alarms else OK
-    flagged = sorted({m for t in tests for m, o in t.one_d.items() if o["alarm"]})
-    message = f"1-D alarms: {', '.join(flagged)}" if flagged else ""
-    return SeriesVerdict(**base, verdict=verdict, reset_time=reset, tests=tests, message=(message + note).strip())
+    first = i - r + 1
+    if first < 0:
+        return Outcome(r, NOT_ENOUGH, 0, f"{i + 1} usable run(s): need {need} reference runs + {r} under test")
+    start = int(s.segment_start[i])
+    if first < start:
+        return Outcome(r, NOT_ENOUGH, 0, f"{i - start + 1} run(s){_since_reset(s, i)}: "
+                                              f"need {need} reference runs + {r} under test")
+    n = first - start
+    out = Outcome(r, NOT_ENOUGH, n, first_run=str(s.runs["run_id"].iloc[first]),
+                      first_time=float(s.runs["start_time"].iloc[first]))
+    if n < need:
+        out.message = f"{n} reference run(s){_since_reset(s, i)}: need {need} (window {r})"
+        return out
+    ref, new = s.x[start:first], s.x[first:i + 1]
+    try:
+        res = chew_test(ref, new, gamma)
+    except DegenerateReference as exc:
+        out.status, out.message = NOT_TESTABLE, f"{exc} (window {r})"
+        return out
+    z = np.array(res.deviation) / np.array(res.scale)
+    out.statistic, out.threshold, out.p_value = res.statistic, res.threshold, res.p_value
+    out.deviation = {m: {"mean_ref": float(ref[:, j].mean()), "mean_new": float(new[:, j].mean()),
+                         "sd_ref": res.scale[j], "z": float(z[j])} for j, m in enumerate(s.metrics)}
+    for j, m in enumerate(s.watch):
+        one = _one_d(s.w[start:first, j], s.w[first:i + 1, j], r, gamma, m)
+        if one is not None:
+            out.one_d[m] = one
+    out.status = direction(s.metrics, z) if res.alarm else OK
+    if res.alarm:
+        out.message = f"r={r}: {_sigmas(out.deviation, s.metrics)}"
+    return out
 
 
-def select(history: pd.DataFrame, since: float | None, outliers: set) -> pd.DataFrame:
+def _tests_at(s: Series, i: int, window: int, gamma: float) -> list[Outcome]:
+    return [check_at(s, i, r, gamma) for r in sorted({1, window})]
+
+
+def evaluate_series(s: Series, window: int, gamma: float) -> SeriesVerdict:
+    base = dict(host=s.host, cpu=s.cpu, metrics=s.metrics, runs=len(s.runs), left_out=s.left_out)
+    notes = "; ".join(f"{k}: {v} run(s) left out" for k, v in s.left_out.items())
+    if s.runs.empty:
+        why = "no usable run" + (f" ({notes})" if notes else "")
+        return SeriesVerdict(**base, verdict=NOT_TESTABLE if s.left_out.get("missing values") else NOT_ENOUGH,
+                             message=why, last_run=None, last_time=None, reset_time=None, reset_reason=None,
+                             tests=[])
+    last = len(s.runs) - 1
+    tests = _tests_at(s, last, window, gamma)
+    verdict = combine(t.status for t in tests)
+    # Alarms: every flagged window. Otherwise the reason of the largest window, the one
+    # that asks the most history.
+    parts = [t.message for t in tests if t.status == verdict and t.message]
+    if verdict in (NOT_ENOUGH, NOT_TESTABLE):
+        parts = parts[-1:]
+    one_d = {}
+    for t in tests:
+        for m, o in t.one_d.items():
+            if o["alarm"]:
+                one_d.setdefault(m, o["direction"])
+    if one_d:
+        parts.append("1-D alarms: " + ", ".join(f"{m} ({w})" for m, w in one_d.items()))
+    if notes:
+        parts.append(notes)
+    reset = s.resets[last]
+    return SeriesVerdict(**base, verdict=verdict, message="; ".join(parts), last_run=str(s.runs["run_id"].iloc[last]),
+                         last_time=float(s.runs["start_time"].iloc[last]),
+                         reset_time=None if reset is None else reset.time,
+                         reset_reason=None if reset is None else reset.reason, tests=tests)
+
+
+def replay_series(s: Series, window: int, gamma: float) -> pd.DataFrame:
+    """Every run of the series tested when it arrived (r=1, and r=window ending at it).
+    Columns: run_id, start_time, verdict, then per test r: status_r<r>, statistic_r<r>,
+    threshold_r<r>, and per chosen metric its r=1 band: <metric>_low, <metric>_high."""
+    rows = []
+    for i in range(len(s.runs)):
+        tests = _tests_at(s, i, window, gamma)
+        row = {"run_id": str(s.runs["run_id"].iloc[i]), "start_time": float(s.runs["start_time"].iloc[i]),
+               "verdict": combine(t.status for t in tests)}
+        for t in tests:
+            row[f"status_r{t.r}"], row[f"statistic_r{t.r}"], row[f"threshold_r{t.r}"] = (
+                t.status, t.statistic, t.threshold)
+            if t.r == 1:
+                for m in s.metrics:
+                    if m in t.one_d:
+                        row[f"{m}_low"], row[f"{m}_high"] = t.one_d[m]["low"], t.one_d[m]["high"]
+            if t.alarm:
+                row.setdefault("message", []).append(t.message)
+        row["message"] = "; ".join(row.get("message", []))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def past_alarms(replay: pd.DataFrame) -> list[dict]:
+    alarms = replay[replay["verdict"].isin([REGRESSION, IMPROVEMENT])]
+    return [{"run_id": r["run_id"], "time": r["start_time"], "date": iso(r["start_time"]), "verdict": r["verdict"],
+             "message": r["message"]} for r in alarms.to_dict("records")]
+
+
+# ------------------------------------------------------------------------------ history
+
+
+def _natural(text: str) -> list:
+    """dahu-2 before dahu-10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def series_of(history: pd.DataFrame, metrics: list[str], changelog: list[ChangelogEntry] = (),
+              since: float | None = None, until: float | None = None,
+              outliers: list[Outlier] = ()) -> list[Series]:
+    missing = [m for m in metrics if m not in history.columns]
+    if missing:
+        known = ", ".join(metric_columns(history.columns)) or "none"
+        raise HplsimError(f"metric(s) {', '.join(missing)} not in the history (it has: {known})")
     df = history
     if since is not None:
         df = df[df["start_time"] >= since]
-    if outliers:
-        keep = [not ((h, c, r) in outliers or (h, None, r) in outliers)
-                for h, c, r in zip(df["host"].astype(str), df["cpu"].astype(int), df["run_id"].astype(str))]
-        df = df[keep]
-    return df.sort_values(["host", "cpu", "start_time"], kind="stable")
+    if until is not None:
+        df = df[df["start_time"] <= until]
+    if df.empty:
+        raise HplsimError("no calibration run in the history" + (" in the --since/--until range"
+                                                                 if since is not None or until is not None else ""))
+    watch = metric_columns(df.columns)
+    groups = sorted(df.groupby(["host", "cpu"], sort=False), key=lambda kv: (_natural(str(kv[0][0])), kv[0][1]))
+    return [prepare(g, metrics, watch, list(changelog), list(outliers)) for _, g in groups]
 
 
-def evaluate(history: pd.DataFrame, metrics: list[str], window: int, gamma: float,
-             changelog: list[ChangelogEntry] = (), since: float | None = None,
-             outliers: set = frozenset()) -> list[SeriesVerdict]:
+def evaluate(history: pd.DataFrame, metrics: list[str], window: int = 5, gamma: float = 0.9999,
+             changelog: list[ChangelogEntry] = (), since: float | None = None, until: float | None = None,
+             outliers: list[Outlier] = (), replay: bool = False) -> list[SeriesVerdict]:
     if window < 1:
         raise HplsimError(f"window must be at least 1, got {window}")
     if not 0 < gamma < 1:
         raise HplsimError(f"gamma must be in (0, 1), got {gamma}")
-    df = select(history, since, outliers)
-    if df.empty:
-        raise HplsimError("no calibration run in the history (after --since and the outlier log)")
-    return [evaluate_series(g, metrics, window, gamma, changelog)
-            for _, g in df.groupby(["host", "cpu"], sort=True)]
-
-
-def rolling(series: pd.DataFrame, metrics: list[str], gamma: float,
-            changelog: list[ChangelogEntry] = ()) -> pd.DataFrame:
-    """For the control charts: each run tested alone (r=1) against the runs before it since
-    the last reset. Columns: start_time, verdict, and per metric the band low/high."""
-    complete = series.dropna(subset=metrics).reset_index(drop=True)
-    rows = []
-    need = minimum_reference(len(metrics))
-    for i in range(len(complete)):
-        t = float(complete["start_time"].iloc[i])
-        reset = reset_time(list(changelog), str(complete["host"].iloc[0]), t)
-        ref = complete.iloc[:i]
-        if reset is not None:
-            ref = ref[ref["start_time"] > reset]
-        row = {"start_time": t, "verdict": NOT_ENOUGH}
-        if len(ref) >= need:
-            x, y = ref[metrics].to_numpy(float), complete[metrics].iloc[i:i + 1].to_numpy(float)
-            try:
-                res = chew_test(x, y, gamma)
-                row["verdict"] = direction(metrics, res.deviation, x.std(axis=0, ddof=1)) if res.alarm else OK
-                for j, m in enumerate(metrics):
-                    row[f"{m}_low"], row[f"{m}_high"] = band(x[:, j], 1, gamma)
-            except DegenerateReference:
-                row["verdict"] = NOT_TESTABLE
-        rows.append(row)
-    return pd.DataFrame(rows)
+    if not metrics:
+        raise HplsimError("no metric to test")
+    if len(set(metrics)) != len(metrics):
+        raise HplsimError(f"a metric is repeated in {', '.join(metrics)}")
+    out = []
+    for s in series_of(history, metrics, changelog, since, until, outliers):
+        v = evaluate_series(s, window, gamma)
+        if replay:
+            v.alarms = past_alarms(replay_series(s, window, gamma)) if len(s.runs) else []
+        out.append(v)
+    return out
