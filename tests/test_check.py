@@ -144,6 +144,24 @@ def test_a_three_sigma_shift_is_detected(metric):
     assert multi / trials >= 0.95 and one_d / trials >= 0.95, (multi, one_d)
 
 
+def test_a_shift_is_detected_and_oriented_through_the_whole_evaluation():
+    """n = 30 reference runs, then 5 runs with one metric 3σ off: the verdict of the series
+    (r = 1 and 5, γ = 0.99) is a regression for a slower MNK coefficient and an improvement
+    for higher Gflops, at least 95 % of the time."""
+    series, sd = 300, np.array([1e-7, 5e-13, 0.2])
+    rng = np.random.default_rng(11)
+    for metric, way in ((1, REGRESSION), (2, IMPROVEMENT)):
+        values = rng.multivariate_normal([2e-6, 7e-11, 27.0], np.diag(sd) ** 2, size=(series, 35))
+        values[:, 30:, metric] += 3 * sd[metric]
+        flat = values.reshape(-1, 3)
+        history = pd.DataFrame({"host": np.repeat([f"h{i}" for i in range(series)], 35), "cpu": 0,
+                                "run_id": np.tile([f"j{k}" for k in range(35)], series),
+                                "start_time": np.tile(T0 + DAY * np.arange(35), series), "source": "",
+                                "intercept": flat[:, 0], "mnk": flat[:, 1], "avg_gflops": flat[:, 2]})
+        verdicts = [v.verdict for v in evaluate(history, METRICS, window=5, gamma=0.99)]
+        assert verdicts.count(way) / series >= 0.95, (metric, verdicts.count(way))
+
+
 def test_degenerate_references_are_refused():
     ref = np.column_stack([np.ones(20), np.arange(20.0)])
     with pytest.raises(DegenerateReference, match="constant"):
@@ -516,6 +534,9 @@ def test_degenerate_series_in_a_csv_get_a_message_each(tmp_path, hplsim):
     assert v[("holes", 0)]["verdict"] == NOT_ENOUGH and "missing values: 19 run(s)" in v[("holes", 0)]["message"]
     assert v[("short", 0)]["verdict"] == NOT_ENOUGH and v[("short", 0)]["runs"] == 1
     assert v[("fine", 0)]["verdict"] == OK
+    code, out, err = hplsim("check", tmp_path / "h.csv", "--plot", tmp_path / "charts", "--replay")
+    assert code == 0 and (tmp_path / "charts" / "short-cpu0.png").exists(), err
+    assert (tmp_path / "charts" / "overview.png").exists() and (tmp_path / "charts" / "holes-cpu1.png").exists()
 
 
 def test_check_add_archives(tmp_path, hplsim):
