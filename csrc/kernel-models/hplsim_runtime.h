@@ -41,6 +41,10 @@ double hplsim_pivot_magnitude(int n);
 void *hplsim_panel_work(size_t size, size_t align, size_t private_offset, size_t private_len);
 void hplsim_panel_release(void *work);
 
+/* A folded scratch buffer of at least `size` bytes, the rank's only one (HPL's row-swap
+ * work space W: used within one call, one call at a time). Never freed by the caller. */
+void *hplsim_scratch(size_t size);
+
 /* Fatal error with a one-line message on stderr (the Python side reports it). */
 void hplsim_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 

@@ -99,3 +99,18 @@ void hplsim_panel_release(void *work)
   }
   hplsim_fatal("releasing a panel buffer that was not allocated by the runtime");
 }
+
+static char *scratch;
+static size_t scratch_size;
+
+void *hplsim_scratch(size_t size)
+{
+  if (size > scratch_size) {
+    /* The first swap of a run is the largest (the trailing matrix only shrinks). */
+    if (scratch)
+      SMPI_SHARED_FREE(scratch);
+    scratch = SMPI_SHARED_MALLOC(size);
+    scratch_size = scratch ? size : 0;
+  }
+  return scratch;
+}
