@@ -215,12 +215,13 @@ class RealRun:
     wall_s: float  # mpirun's whole run, HPL's set-up and residual check included
     start: float  # Unix time
     load_before: float | None  # 1-minute load average when the run started
+    other_load: float | None = None  # cores kept busy by other processes during the run (mean)
 
     def row(self) -> dict[str, Any]:
         return {"order": self.order, "repetition": self.repetition, "label": self.config.label(),
                 **self.config.as_dict(), "time_s": self.time_s, "gflops": self.gflops, "residual": self.residual,
                 "residual_check": self.residual_check, "wall_s": self.wall_s, "start": self.start,
-                "load_before": self.load_before}
+                "load_before": self.load_before, "other_load": self.other_load}
 
 
 @dataclass
@@ -257,7 +258,8 @@ class RealResult:
             "gflops": self.gflops, "time_s": self.time_s, "residual_check": self.residual_check,
             "repetitions": len(self.runs), "gflops_min": self.gflops_min, "gflops_max": self.gflops_max,
             "runs": [{"repetition": r.repetition, "gflops": r.gflops, "time_s": r.time_s, "residual": r.residual,
-                      "residual_check": r.residual_check, "wall_s": r.wall_s, "load_before": r.load_before}
+                      "residual_check": r.residual_check, "wall_s": r.wall_s, "load_before": r.load_before,
+                      "other_load": r.other_load}
                      for r in self.runs],
             "hplsim_version": __version__,
         }
@@ -283,6 +285,40 @@ def _kill_group(proc: subprocess.Popen) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds all processes of this host have used (busy time of /proc/stat)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        ticks = [int(x) for x in fields]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_seconds() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+class _OtherLoad:
+    """How many cores other processes kept busy while a run went: the host's busy CPU time
+    minus the run's own (mpirun and its ranks are waited-for children), over the wall time.
+    Unlike the load average, our own previous run does not count."""
+
+    def __init__(self) -> None:
+        self.busy0, self.own0, self.t0 = _busy_seconds(), _children_seconds(), time.monotonic()
+
+    def result(self, local_ranks: int) -> float | None:
+        busy1, own1, t1 = _busy_seconds(), _children_seconds(), time.monotonic()
+        if self.busy0 is None or busy1 is None or t1 <= self.t0 or local_ranks <= 0:
+            return None
+        other = (busy1 - self.busy0) - (own1 - self.own0)
+        return max(0.0, other / (t1 - self.t0))
 
 
 def _loadavg() -> float | None:
@@ -417,7 +453,9 @@ def run_real(
                     tdir = work / f"trace-{order}"
                     tdir.mkdir()
                     env["HPLSIM_TRACE_DIR"] = str(tdir)
+                other = _OtherLoad()
                 o = _execute(argv, work, timeout, env)
+                other_load = other.result(config.ranks if launch.kind == "local" else launch.local_slots)
                 log.add(argv, o.start, o.end, o.returncode, o.stdout, o.stderr, error=o.error)
                 if keep_outputs:
                     outputs[f"runs/{order:04d}-{config.label()}-{config.n}-{config.nb}-{config.p}x{config.q}"
@@ -438,7 +476,7 @@ def run_real(
                     error = RealRunError(fail)
                     break
                 run = RealRun(config, r, order, res.time_s, res.gflops, res.residual, res.residual_check,
-                              o.end - o.start, o.start, load)
+                              o.end - o.start, o.start, load, other_load)
                 runs.append(run)
                 results[i].runs.append(run)
                 if trace:
@@ -447,7 +485,8 @@ def run_real(
                     calls = read_traces(tdir)
                     calls.insert(0, "order", order)
                     traces.append(calls)
-                say(f"  {res.gflops:.4g} Gflops in {res.time_s:.2f} s, residual check {res.residual_check}")
+                busy = f", other processes kept {other_load:.2f} core(s) busy" if other_load and other_load >= 0.05 else ""
+                say(f"  {res.gflops:.4g} Gflops in {res.time_s:.2f} s, residual check {res.residual_check}{busy}")
         except KeyboardInterrupt:
             status, reason = "aborted", "interrupted"
             if out is not None:
@@ -483,7 +522,7 @@ def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun],
 
     w = ArchiveWriter()
     columns = ["order", "repetition", "label", *HplConfig.__dataclass_fields__, "time_s", "gflops", "residual",
-               "residual_check", "wall_s", "start", "load_before"]
+               "residual_check", "wall_s", "start", "load_before", "other_load"]
     w.add_table("results/hpl.csv", pd.DataFrame([r.row() for r in runs], columns=columns))
     if kernels is not None:
         w.add_table("results/kernels.csv", kernels)
