@@ -164,7 +164,10 @@ def test_failed_residual_is_an_error_not_a_number(tmp_path):
 
 def test_crash_is_an_error(tmp_path):
     binary = fake_hpl(tmp_path, "echo 'HPL ERROR from process # 0: out of memory' >&2\nexit 3\n")
-    with pytest.raises(RealRunError, match="crashed"):
+    with pytest.raises(RealRunError, match="crashed .*out of memory"):
+        run_real([HplConfig(n=500, nb=32)], binary=binary)
+    binary = fake_hpl(tmp_path, "printf -- '-----\\nSomething was unable to start\\n-----\\n' >&2\nexit 1\n")
+    with pytest.raises(RealRunError, match="unable to start"):
         run_real([HplConfig(n=500, nb=32)], binary=binary)
 
 
@@ -216,6 +219,15 @@ def test_bad_hostfile_and_options(tmp_path):
     assert_one_line_error(run_cli("run-real", "-N", 1000, "--repeat", 0, cwd=tmp_path), "--repeat")
     assert_one_line_error(run_cli("run-real", "--nb", 64, cwd=tmp_path), "problem size")
     assert_one_line_error(run_cli("run-real", "-N", 100, "--nb", 200, cwd=tmp_path), "NB")
+
+
+@two_cores
+def test_hostfile_run(tmp_path):
+    (tmp_path / "hosts").write_text("localhost slots=2\n")
+    r = run_cli("run-real", "-N", 600, "--nb", 32, "-P", 1, "-Q", 2, "--hostfile", "hosts", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)[0]["residual_check"] == "PASSED"
+    assert not list(tmp_path.glob(".hplsim-real-*"))  # the shared run directory is cleaned up
 
 
 def test_check_configs_counts_slots_of_a_hostfile(tmp_path):

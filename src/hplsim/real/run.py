@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -122,7 +123,7 @@ class Launch:
             slots = parse_hostfile(Path(hostfile))
             check_resolvable(list(slots), Path(hostfile))
             local = sum(n for h, n in slots.items() if is_local(h))
-            return cls("mpirun", sum(slots.values()), list(slots), Path(hostfile), oversubscribe, local)
+            return cls("mpirun", sum(slots.values()), list(slots), Path(hostfile).resolve(), oversubscribe, local)
         if shutil.which("srun") is None:
             raise HplsimError("srun not found: --launcher srun needs Slurm")
         ntasks = int(os.environ.get("SLURM_NTASKS") or os.environ.get("SLURM_NPROCS") or 0)
@@ -365,8 +366,10 @@ def _failure(config: HplConfig, o: _Outcome) -> str | None:
         return f"{what} {o.error}"
     if o.returncode != 0:
         hints = error_lines(o.stdout + "\n" + o.stderr)
-        lines = [line.strip() for line in o.stderr.splitlines() if line.strip()]
-        detail = hints[0] if hints else (lines[-1] if lines else "no message")
+        # OpenMPI frames its messages with lines of dashes: keep the words
+        lines = [line.strip() for line in o.stderr.splitlines() if line.strip().strip("-=*")]
+        wordy = [line for line in lines if re.search(r"unable|error|not |cannot|failed|abort", line, re.I)]
+        detail = hints[0] if hints else (wordy[0] if wordy else lines[-1] if lines else "no message")
         return f"{what} crashed (exit code {o.returncode}): {detail}"
     return None
 
