@@ -23,7 +23,7 @@ from hplsim.errors import HplsimError
 from hplsim.hpl.build import EMULATED, hpl_binary
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
-from hplsim.hpl.options import HPL_OPTION_KEYS, INTS, IntList, hpl_options, params_from_options  # noqa: F401
+from hplsim.hpl.options import HPL_OPTION_KEYS, hpl_options, params_from_options
 from hplsim.models.modelfile import ModelFile, load_model, write_runtime_table
 from hplsim.platform.spec import Platform, load_platform
 from hplsim.presets import DEFAULT, PRESETS, get_preset

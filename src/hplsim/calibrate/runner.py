@@ -40,6 +40,7 @@ from hplsim.calibrate.hosts import Placement, blas_placement, is_local, mpi_plac
 from hplsim.calibrate.monitor import Monitor
 from hplsim.calibrate.tools import BLAS_TOOL, MPI_TOOL, build_calibration_tools
 from hplsim.errors import HplsimError
+from hplsim.sysinfo import mem_available
 
 INIT_MODES = ("random", "constant", "sequential", "masked")
 DEFAULT_PAD_BYTES = 64 << 20  # offset slack per operand: twice a large L3, so calls start cold
@@ -271,16 +272,6 @@ def _loadavg() -> list[float] | None:
         return None
 
 
-def _mem_available() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def _gb(x: float) -> str:
     return f"{x / 1e9:.1f} GB" if x >= 1e8 else f"{x / 1e6:.0f} MB"
 
@@ -290,7 +281,7 @@ def check_memory(per_process: int, processes: int, what: str, hint: str) -> None
     swaps or gets OOM-killed halfway measures nothing useful."""
     if processes <= 0:
         return
-    avail = _mem_available()
+    avail = mem_available()
     if avail is None:
         return
     need = per_process * processes

@@ -14,19 +14,10 @@ from pathlib import Path
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
+from hplsim.sysinfo import meminfo_kib
 
 HUGE_PAGE = 2 * 1024 * 1024
 DEFAULT_BLOCK = 1024 * 1024
-
-
-def _meminfo(key: str) -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 def hugepage_mount() -> str | None:
@@ -37,7 +28,7 @@ def hugepage_mount() -> str | None:
     env = os.environ.get("HPLSIM_HUGEPAGES")
     if env == "0":
         return None
-    if _meminfo("Hugepagesize") != 2048 or _meminfo("HugePages_Total") < 1:
+    if meminfo_kib("Hugepagesize") != 2048 or (meminfo_kib("HugePages_Total") or 0) < 1:
         return None
     try:
         mounts = Path("/proc/mounts").read_text().splitlines()

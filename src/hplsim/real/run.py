@@ -39,10 +39,12 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from hplsim import __version__
+from hplsim.calibrate.hosts import mpirun_base
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import write_hpl_dat
 from hplsim.hpl.output import FAILED, SKIPPED, error_lines, expect_result
+from hplsim.sysinfo import mem_available
 
 LAUNCHERS = ("auto", "local", "mpirun", "srun")
 DEFAULT_TIMEOUT_S = 24 * 3600.0
@@ -58,30 +60,11 @@ class RealRunError(HplsimError):
 # ------------------------------------------------------------------ where ranks run
 
 
-def _mem_available() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def available_cores() -> list[int]:
     try:
         return sorted(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return list(range(os.cpu_count() or 1))
-
-
-def _mpirun_base() -> list[str]:
-    if shutil.which("mpirun") is None:
-        raise HplsimError("mpirun not found: install openmpi-bin (./bootstrap does)")
-    argv = ["mpirun"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        argv.append("--allow-run-as-root")  # containers and CI often run as root
-    return argv
 
 
 @dataclass
@@ -110,13 +93,13 @@ class Launch:
         if launcher == "local":
             if hostfile is not None:
                 raise HplsimError("--launcher local runs on this host only: drop --hostfile")
-            _mpirun_base()
+            mpirun_base()
             cores = len(available_cores())
             return cls("local", cores, [socket.gethostname()], oversubscribe=oversubscribe, local_slots=cores)
         if launcher == "mpirun":
             from hplsim.calibrate.hosts import check_resolvable, is_local, parse_hostfile
 
-            _mpirun_base()
+            mpirun_base()
             if hostfile is None:
                 cores = len(available_cores())
                 return cls("mpirun", cores, [socket.gethostname()], oversubscribe=oversubscribe, local_slots=cores)
@@ -154,7 +137,7 @@ class Launch:
         if self.kind == "srun":
             env = ",".join(f"{k}={v}" for k, v in RANK_ENV.items())
             return ["srun", f"--ntasks={ranks}", "--cpu-bind=cores", f"--export=ALL,{env}", str(binary)]
-        argv = [*_mpirun_base(), "-np", str(ranks)]
+        argv = [*mpirun_base(), "-np", str(ranks)]
         if self.hostfile is not None:
             argv += ["--hostfile", str(self.hostfile)]
         if self.oversubscribe:
@@ -186,7 +169,7 @@ def check_configs(configs: Sequence[HplConfig], launch: Launch) -> None:
         if c.ranks > launch.slots and not launch.oversubscribe:
             raise HplsimError(f"P x Q = {c.p} x {c.q} = {c.ranks} ranks, but {launch.describe()} allow only "
                               f"{launch.slots} (one rank per core; --oversubscribe to force)")
-    avail = _mem_available()
+    avail = mem_available()
     if avail is None:
         return
     for c in configs:
