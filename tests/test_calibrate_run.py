@@ -305,11 +305,13 @@ def test_interrupted_dgemm_leaves_an_aborted_archive(tmp_path: Path, sig: int, c
 
 
 def test_interrupted_mpi_leaves_an_aborted_archive(tmp_path: Path) -> None:
-    res = _interrupt_when_measuring(["calibrate", "mpi", "--rows", "400", "--repetitions", "5", "--seed", "9",
-                                     "--max-size", "1e7", "--out", "m.zip"], tmp_path, signal.SIGTERM, 2000)
+    # Long enough (10,000 rows up to 100 MB: tens of seconds) that the signal always lands
+    # mid-run: 2,000 rows up to 10 MB once finished before it on a quiet machine.
+    res = _interrupt_when_measuring(["calibrate", "mpi", "--rows", "2000", "--repetitions", "5", "--seed", "9",
+                                     "--max-size", "1e8", "--out", "m.zip"], tmp_path, signal.SIGTERM, 10000)
     assert res.returncode == 143, res.stderr
     a = read_archive(tmp_path / "m.zip")
-    assert a.metadata["status"] == "aborted" and 0 < len(a.table("mpi")) < 2000
+    assert a.metadata["status"] == "aborted" and 0 < len(a.table("mpi")) < 10000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.zip"]
     time.sleep(0.5)
     assert _children_of(tmp_path) == []
