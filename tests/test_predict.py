@@ -243,3 +243,27 @@ def test_breakdown_splits_each_ranks_time(dahu_model):
     assert sum(k["seconds"] for k in kernels.values()) >= 4 * b["compute_s"]["min"]
     same = predict(HplConfig(n=3000, nb=64, p=2, q=2), platform, dahu_model, seed=2)
     assert same.time_s == r.time_s  # asking for the breakdown does not change the run
+
+
+def test_a_run_over_the_mapping_limit_is_refused_before_it_starts(monkeypatch, dahu_model):
+    """Dahu at N=100,000 (1,024 ranks) needs more mappings than Linux's default limit even
+    with huge pages: refused up front with the sysctl to run, accepted once raised."""
+    from hplsim.emulate import memory
+    from hplsim.errors import HplsimError
+    from hplsim.platform.spec import load_platform
+    from hplsim.presets import get_preset
+
+    dahu = get_preset("dahu")
+    huge = {"smpi/shared-malloc-blocksize": str(memory.HUGE_PAGE)}
+    monkeypatch.setattr(memory, "max_map_count", lambda: 65530)
+    with pytest.raises(HplsimError, match=r"N=100000 on 32x32 needs about 6\d,\d{3} memory mappings.*"
+                                          r"vm\.max_map_count = 65,530\): raise it \(sysctl -w vm\.max_map_count=\d+\)"):
+        memory.check_mapping_budget(dahu.config(100000), huge)
+    memory.check_mapping_budget(dahu.config(75000), huge)  # fits: it ran at the default limit
+    monkeypatch.setattr(memory, "max_map_count", lambda: 262144)
+    memory.check_mapping_budget(dahu.config(100000), huge)
+
+    # predict checks it before launching anything: a tiny limit refuses even a small run
+    monkeypatch.setattr(memory, "max_map_count", lambda: 50)
+    with pytest.raises(HplsimError, match="memory mappings"):
+        predict(HplConfig(n=2000, nb=64, p=2, q=2), load_platform(dahu.platform, dahu.ranks_per_host), dahu_model)
