@@ -21,6 +21,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import reference_dir, write_json  # noqa: E402
 
+from hplsim.errors import HplsimError  # noqa: E402
 from hplsim.models.modelfile import load_model, save_model  # noqa: E402
 from hplsim.platform.spec import load_platform  # noqa: E402
 from hplsim.predict import ModelSource, predict  # noqa: E402
@@ -64,7 +65,11 @@ def main() -> None:
     for n in args.n:
         for variant in args.variants:
             for seed in args.seeds:
-                r = predict(preset.config(n), platform, models[variant], seed=seed)
+                try:
+                    r = predict(preset.config(n), platform, models[variant], seed=seed)
+                except HplsimError as e:  # e.g. the mapping budget: say it, go on with the next N
+                    print(f"{n:>7} {variant:>13} {seed:>5} error: {e}", flush=True)
+                    continue
                 ref = real.get(n, float("nan"))
                 row = dict(n=n, variant=variant, seed=seed, gflops=r.gflops, real_gflops=ref,
                            error_pct=100 * (r.gflops - ref) / ref, paper_d2_gflops=d2.get(n, float("nan")),
