@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hplsim.emulate import memory
+from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
 from hplsim.models.modelfile import KernelModel, ModelFile, HostModel, Polynomial, load_model, save_model
-from hplsim.platform.spec import spec_from_dict
+from hplsim.platform.spec import load_platform, spec_from_dict
 from hplsim.predict import ModelSource, predict
-from hplsim.presets import DEFAULT
+from hplsim.presets import DEFAULT, get_preset
 
 HPLSIM = [sys.executable, "-m", "hplsim.cli"]
 
@@ -248,11 +250,6 @@ def test_breakdown_splits_each_ranks_time(dahu_model):
 def test_a_run_over_the_mapping_limit_is_refused_before_it_starts(monkeypatch, dahu_model):
     """Dahu at N=100,000 (1,024 ranks) needs more mappings than Linux's default limit even
     with huge pages: refused up front with the sysctl to run, accepted once raised."""
-    from hplsim.emulate import memory
-    from hplsim.errors import HplsimError
-    from hplsim.platform.spec import load_platform
-    from hplsim.presets import get_preset
-
     dahu = get_preset("dahu")
     huge = {"smpi/shared-malloc-blocksize": str(memory.HUGE_PAGE)}
     monkeypatch.setattr(memory, "max_map_count", lambda: 65530)
