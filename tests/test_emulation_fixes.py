@@ -39,13 +39,14 @@ def test_empty_operands_take_the_blas_quick_return(tmp_path):
     assert out["dcopy"] == "1 5"  # dcopy stays real: HPL moves its pivot record with it
 
 
-def _predict(config: HplConfig, busy_wait: str | None) -> float:
+def _predict(config: HplConfig, busy_wait: str | None, breakdown: bool = False):
     old = os.environ.pop("HPLSIM_BUSY_WAIT", None)
     if busy_wait:
         os.environ["HPLSIM_BUSY_WAIT"] = busy_wait
     try:
         platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
-        return predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=4).time_s
+        p = predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=4, breakdown=breakdown)
+        return p if breakdown else p.time_s
     finally:
         os.environ.pop("HPLSIM_BUSY_WAIT", None)
         if old is not None:
@@ -54,11 +55,25 @@ def _predict(config: HplConfig, busy_wait: str | None) -> float:
 
 @pytest.mark.parametrize("bcast", [1, 2, 4])
 def test_busy_waits_end_when_polling_would(bcast):
-    """E3: turning HPL's busy-wait on a panel into the receive that follows it gives the
-    time that probing at every smpi/iprobe step gives (exact polling, slow to simulate)."""
+    """E3, E15: turning HPL's busy-wait on a panel into the receive that follows it gives the
+    time that probing at every smpi/iprobe step gives (exact polling, slow to simulate),
+    whether the wait is recognised by HPL_pdupdate's hint or by counting idle probes."""
     config = HplConfig(n=6000, nb=64, p=4, q=8, bcast=bcast, depth=1, pfact=1, rfact=2, swap=0)
-    fast, exact = _predict(config, None), _predict(config, "poll")
-    assert fast == pytest.approx(exact, rel=2e-3)
+    exact = _predict(config, "poll")
+    assert _predict(config, None) == pytest.approx(exact, rel=2e-3)
+    assert _predict(config, "count") == pytest.approx(exact, rel=2e-3)
+
+
+def test_update_loop_hints_end_busy_waits_with_fewer_probes():
+    """E15: HPL_pdupdate's loop, once its columns are done, tells the runtime that it only
+    polls: its first failed probe ends the wait, instead of 16 idle probes in a row."""
+    config = HplConfig(n=6000, nb=64, p=4, q=8, bcast=1, depth=1, pfact=1, rfact=2, swap=0)
+    hinted = _predict(config, None, breakdown=True).breakdown["probes"]
+    counted = _predict(config, "count", breakdown=True).breakdown["probes"]
+    polled = _predict(config, "poll", breakdown=True).breakdown["probes"]
+    assert hinted["busy_waits_hinted"] > 0 and counted["busy_waits_hinted"] == 0
+    assert polled["busy_waits_hinted"] == polled["busy_waits_counted"] == 0
+    assert hinted["real"] < counted["real"] < polled["real"]
 
 
 def test_simgrid_growing_probe_delay_is_off_and_would_matter(monkeypatch):
@@ -113,6 +128,8 @@ def _laswp_gather_by_process_row(tmp_path, pivots: str | None) -> list[float]:
     per_row = [0.0] * 4
     for line in (tmp_path / "run" / "kernels.txt").read_text().splitlines():
         fields = line.split()
+        if fields[0] != "HPLSIM_KERNEL_TIME":
+            continue
         for item in fields[3:]:
             name, _, seconds = item.rsplit(":", 2)
             if name == "HPL_dlaswp02N":  # gathering the pivot rows a process row owns

@@ -83,6 +83,31 @@ def test_same_seed_same_bits_other_seed_differs(dahu_model):
     assert a.time_s != c.time_s
 
 
+def test_free_thread_clock_changes_no_simulated_time(dahu_model, monkeypatch):
+    """The preloaded thread clock (csrc/sim-preload) only makes SMPI's per-call timer free:
+    the prediction is the same to the bit with SMPI's real clock."""
+    platform = spec_from_dict(star(16)).platform()
+    config = HplConfig(n=5000, nb=64, p=4, q=4, bcast=1, depth=1)
+    fast = predict(config, platform, dahu_model, seed=3)
+    monkeypatch.setenv("HPLSIM_THREAD_CLOCK", "real")
+    real = predict(config, platform, dahu_model, seed=3)
+    assert (fast.time_s, fast.gflops) == (real.time_s, real.gflops)
+
+
+def test_preloaded_thread_clock_reads_zero_and_leaves_other_clocks(tmp_path):
+    from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
+
+    lib = preload_library(hpl_binary(EMULATED, quiet=True))
+    code = ("import time\n"
+            "t = time.monotonic_ns(); x = sum(range(3_000_000))\n"
+            "print(time.thread_time_ns(), time.monotonic_ns() - t, time.process_time_ns() > 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={"LD_PRELOAD": str(lib), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    thread_ns, elapsed_ns, process_ok = out.stdout.split()
+    assert int(thread_ns) == 0 and int(elapsed_ns) > 0 and process_ok == "True"
+
+
 def test_noise_free_model_ignores_seed(tmp_path):
     platform = spec_from_dict(star(4)).platform()
     model = source(linear_dgemm_model(20e9), tmp_path)

@@ -16,9 +16,15 @@
  * BUSY_PROBES such probes the message is reported as present, and HPL's MPI_Recv then
  * blocks until it really arrives: when the real busy loop would have seen it, give or take
  * the BUSY_PROBES probe delays already spent. HPLSIM_BUSY_WAIT=poll keeps every probe real.
+ *
+ * The busiest loop says so itself: HPL_pdupdate* updates in chunks while polling for the
+ * next panel, and once its columns are done its loop only polls (the patch calls
+ * hplsim_busy_wait there). A probe that fails right after that hint, with nothing in
+ * between, is the real loop's first failed probe: the message is reported present at once.
  */
 #include <mpi.h>
 #include <simgrid/engine.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,36 +41,72 @@ typedef struct {
 } probe_state;
 
 static probe_state last;
-static int mode = -1; /* 1: busy-waits become receives; 0: every probe is real */
+/* 1: busy-waits become receives, hinted or counted; 2: counted only (HPLSIM_BUSY_WAIT=count,
+ * for experiments); 0: every probe is real (HPLSIM_BUSY_WAIT=poll) */
+static int mode = -1;
+
+/* The last hplsim_busy_wait: the message the loop polls for, and when. */
+/* What the probes did, for the run's report: real MPI_Iprobe calls, how many failed, and
+ * busy-waits ended by a hint or by counting. */
+static long probes_real, probes_failed, waits_hinted, waits_counted;
+
+static struct {
+  int set, tag;
+  MPI_Comm comm;
+  double clock;
+} hint;
 
 void hplsim_flush(void);
+
+void hplsim_busy_wait(int tag, MPI_Comm comm)
+{
+  hplsim_flush();
+  hint.set = 1;
+  hint.tag = tag;
+  hint.comm = comm;
+  hint.clock = simgrid_get_clock();
+}
+
+static int report_present(int source, int tag, int *flag, MPI_Status *status)
+{
+  last.idle_failures = 0;
+  *flag = 1;
+  if (status != MPI_STATUS_IGNORE) {
+    status->MPI_SOURCE = source;
+    status->MPI_TAG = tag;
+    status->MPI_ERROR = MPI_SUCCESS;
+  }
+  return MPI_SUCCESS;
+}
 
 int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
   hplsim_flush(); /* the rank's pending compute happens before it probes */
   if (mode < 0) {
     const char *env = getenv("HPLSIM_BUSY_WAIT");
-    mode = !(env && strcmp(env, "poll") == 0);
+    mode = !env ? 1 : strcmp(env, "poll") == 0 ? 0 : strcmp(env, "count") == 0 ? 2 : 1;
     const char *probes = getenv("HPLSIM_BUSY_PROBES");
     if (probes && atoi(probes) > 0)
       busy_probes = atoi(probes);
   }
+  int hinted = hint.set && hint.tag == tag && hint.comm == comm && simgrid_get_clock() == hint.clock;
+  hint.set = 0;
   int same = last.idle_failures > 0 && last.source == source && last.tag == tag && last.comm == comm &&
              simgrid_get_clock() == last.clock;
   if (mode && same && last.idle_failures >= busy_probes) {
-    last.idle_failures = 0;
-    *flag = 1;
-    if (status != MPI_STATUS_IGNORE) {
-      status->MPI_SOURCE = source;
-      status->MPI_TAG = tag;
-      status->MPI_ERROR = MPI_SUCCESS;
-    }
-    return MPI_SUCCESS;
+    waits_counted++;
+    return report_present(source, tag, flag, status);
   }
   int err = MPI_Iprobe(source, tag, comm, flag, status);
+  probes_real++;
   if (err != MPI_SUCCESS || *flag) {
     last.idle_failures = 0;
     return err;
+  }
+  probes_failed++;
+  if (mode == 1 && hinted) {
+    waits_hinted++;
+    return report_present(source, tag, flag, status);
   }
   last.idle_failures = same ? last.idle_failures + 1 : 1;
   last.source = source;
@@ -72,4 +114,9 @@ int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *sta
   last.comm = comm;
   last.clock = simgrid_get_clock();
   return err;
+}
+
+void hplsim_probe_report(FILE *out, int rank)
+{
+  fprintf(out, "HPLSIM_PROBES %d %ld %ld %ld %ld\n", rank, probes_real, probes_failed, waits_hinted, waits_counted);
 }

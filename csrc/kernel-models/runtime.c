@@ -80,8 +80,6 @@ int hplsim_random_index(int n)
   return (int)(((unsigned __int128)hplsim_rng_next(&pivot_rng) * (unsigned)n) >> 64);
 }
 
-/* One line per rank: its modelled compute time, then calls and seconds per kernel
- * (kernels never called are left out). */
 double hplsim_pivot_magnitude(int n)
 {
   /* HPLSIM_PIVOTS=lowest-row: the behaviour before (every local maximum 0, so the pivot
@@ -94,6 +92,10 @@ double hplsim_pivot_magnitude(int n)
   return lowest_row ? 0.0 : hplsim_rng_max_uniform(&pivot_rng, n);
 }
 
+void hplsim_probe_report(FILE *out, int rank);
+
+/* Per rank: a line with its modelled compute time, then calls and seconds per kernel
+ * (kernels never called are left out); a line with what its probes did (probe.c). */
 void hplsim_runtime_report(FILE *out, int rank)
 {
   double total = 0.0;
@@ -104,4 +106,5 @@ void hplsim_runtime_report(FILE *out, int rank)
     if (kernel_calls[k])
       fprintf(out, " %s:%ld:%.17g", hplsim_kernel_name((enum hplsim_kernel)k), kernel_calls[k], kernel_seconds[k]);
   fputc('\n', out);
+  hplsim_probe_report(out, rank);
 }

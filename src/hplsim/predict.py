@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from hplsim import __version__
 from hplsim.emulate.memory import check_mapping_budget, folding_config
 from hplsim.emulate.smpirun import run_smpirun
 from hplsim.errors import HplsimError
-from hplsim.hpl.build import EMULATED, hpl_binary
+from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
 from hplsim.hpl.options import HPL_OPTION_KEYS, hpl_options, params_from_options
@@ -115,8 +116,13 @@ def _breakdown(report: str, hpl_time: float) -> dict:
     """Per rank: modelled compute time, and the rest of HPL's time (MPI: transfers and
     waiting); per kernel: calls and seconds summed over ranks."""
     compute, kernels = [], {}
+    probes = dict.fromkeys(("real", "failed", "busy_waits_hinted", "busy_waits_counted"), 0)
     for line in report.splitlines():
         fields = line.split()
+        if fields and fields[0] == "HPLSIM_PROBES":
+            for key, value in zip(probes, fields[2:]):
+                probes[key] += int(value)
+            continue
         if not fields or fields[0] != "HPLSIM_KERNEL_TIME":
             continue
         compute.append(float(fields[2]))
@@ -137,6 +143,7 @@ def _breakdown(report: str, hpl_time: float) -> dict:
         "compute_s": stats(compute),
         "mpi_s": stats(sorted(hpl_time - c for c in compute)),
         "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1]["seconds"])),
+        "probes": probes,
     }
 
 
@@ -167,6 +174,7 @@ def predict(
         out = run_smpirun(
             binary, args, work, work / "platform.xml", work / "hostfile",
             config.ranks, {**folding, **platform.config}, timeout,
+            preload=None if os.environ.get("HPLSIM_THREAD_CLOCK") == "real" else preload_library(binary),
         )
         if keep_dir:
             (work / "stdout.txt").write_text(out.stdout)
@@ -211,6 +219,9 @@ def _format_breakdown(p: Prediction) -> str:
     total = sum(k["seconds"] for k in b["kernels"].values()) or 1.0
     for name, k in b["kernels"].items():
         lines.append(f"    {name:<15}{k['calls']:>12} calls {k['seconds']:>12.4g} s {100 * k['seconds'] / total:>6.1f} %")
+    pr = b["probes"]
+    lines.append(f"  panel probes: {pr['real']} simulated ({pr['failed']} failed); busy-waits turned into "
+                 f"receives: {pr['busy_waits_hinted']} hinted, {pr['busy_waits_counted']} after a run of idle probes")
     return "\n".join(lines)
 
 

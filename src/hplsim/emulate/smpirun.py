@@ -108,7 +108,10 @@ def run_smpirun(
     nprocs: int,
     config: dict[str, str],
     timeout: float | None,
+    preload: Path | None = None,
 ) -> SimOutput:
+    """Run `binary` under smpirun. `preload`: a library for the simulation process's
+    LD_PRELOAD (the emulation's free thread clock, csrc/sim-preload)."""
     options = {**BASE_CONFIG, **config}
     argv = [
         "smpirun", "-np", str(nprocs), "-platform", str(platform_xml), "-hostfile", str(hostfile),
@@ -117,6 +120,8 @@ def run_smpirun(
         str(binary), *args,
     ]
     env = {**os.environ, "SMPI_PRIVATIZATION": "dlopen"}
+    if preload is not None:
+        env["LD_PRELOAD"] = " ".join(filter(None, [str(preload), os.environ.get("LD_PRELOAD", "")]))
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(

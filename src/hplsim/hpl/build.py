@@ -25,6 +25,9 @@ DRIVER = "hpl-driver/hplsim_driver.c"
 RUNTIME_DIR = "kernel-models"
 RUNTIME_SOURCES = ("runtime.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c")
 SAMPLER_SOURCES = ("sampler.c", "model.c", "rng.c")
+# Preloaded into the simulation process (see the source for why).
+PRELOAD_SOURCE = "sim-preload/thread_clock.c"
+PRELOAD_LIBRARY = "libhplsim-preload.so"
 
 # HPL's own kernels that the runtime replaces in the emulated binary.
 MODELLED_HPL_FILES = {
@@ -82,6 +85,7 @@ def _key(flavor: Flavor) -> str:
     files = [PATCH, DRIVER]
     if flavor.with_runtime:
         files += [f"{RUNTIME_DIR}/{f}" for f in (*RUNTIME_SOURCES, "sampler.c", "hplsim_runtime.h", "model.h", "rng.h")]
+        files.append(PRELOAD_SOURCE)
     for rel in files:
         h.update(rel.encode())
         h.update((csrc_dir() / rel).read_bytes())
@@ -135,6 +139,8 @@ def _build(flavor: Flavor, dest: Path) -> None:
             runtime = csrc_dir() / RUNTIME_DIR
             _run(["cc", "-O2", "-I", str(runtime), "-o", str(out / "hplsim-model-sampler"),
                   *[str(runtime / f) for f in SAMPLER_SOURCES], "-lm"], cwd=work)
+            _run(["cc", "-O2", "-shared", "-fPIC", "-o", str(out / PRELOAD_LIBRARY),
+                  str(csrc_dir() / PRELOAD_SOURCE), "-ldl"], cwd=work)
         try:
             out.rename(dest)
         except OSError:
@@ -155,6 +161,11 @@ def hpl_binary(flavor: Flavor = EMULATED, quiet: bool = False) -> Path:
 
 def sampler_binary() -> Path:
     return hpl_binary(EMULATED, quiet=True).parent / "hplsim-model-sampler"
+
+
+def preload_library(binary: Path) -> Path:
+    """The library preloaded into the simulation of `binary` (an emulated build)."""
+    return binary.parent / PRELOAD_LIBRARY
 
 
 @click.command("build")
