@@ -45,11 +45,11 @@ static probe_state last;
  * for experiments); 0: every probe is real (HPLSIM_BUSY_WAIT=poll) */
 static int mode = -1;
 
-/* The last hplsim_busy_wait: the message the loop polls for, and when. */
 /* What the probes did, for the run's report: real MPI_Iprobe calls, how many failed, and
  * busy-waits ended by a hint or by counting. */
 static long probes_real, probes_failed, waits_hinted, waits_counted;
 
+/* The last hplsim_busy_wait: the message the loop polls for, and when. */
 static struct {
   int set, tag;
   MPI_Comm comm;

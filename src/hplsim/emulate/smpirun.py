@@ -120,7 +120,9 @@ def run_smpirun(
         str(binary), *args,
     ]
     env = {**os.environ, "SMPI_PRIVATIZATION": "dlopen"}
-    if preload is not None:
+    # LD_PRELOAD separates entries by spaces and colons: a path holding either cannot be
+    # preloaded; the run is then only slower, never different.
+    if preload is not None and not set(str(preload)) & set(" :"):
         env["LD_PRELOAD"] = " ".join(filter(None, [str(preload), os.environ.get("LD_PRELOAD", "")]))
     start = time.perf_counter()
     try:
