@@ -66,14 +66,33 @@ def test_validate_tiny_end_to_end(tmp_path):
     assert spec["nodes"] == 1 and spec["cores_per_node"] == 2 and "smpi/bw-factor" in spec["smpi"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["summary"]["configurations"] == 2
+    # the machine's drift: the calibration's dgemm calls measured again after the real runs
+    assert (out / "calibration" / "after-real-runs" / "dgemm.zip").exists()
+    drift = summary["calibration_drift"]
+    assert drift["kernel"] == "dgemm" and drift["shapes"] >= 10 and abs(drift["median_pct"]) < 100
+    assert "machine drift" in r.stdout
 
     # --reuse: nothing is measured again, the same real runs are read back
     r2 = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 1, "--quick",
                  "--out", out, "--reuse", "--json", cwd=tmp_path)
     assert r2.returncode == 0, r2.stderr
     assert "calibrating" not in r2.stderr and "running the real HPL" not in r2.stderr
+    assert "measuring dgemm again" not in r2.stderr
     doc = json.loads(r2.stdout)
     assert [row["real_gflops_median"] for row in doc["rows"]] == list(table["real_gflops_median"])
+
+
+def test_calibration_drift_compares_the_same_call_shapes(tmp_path):
+    from hplsim.real.calibration import calibration_drift
+
+    shapes = [(64 * i, 128, 64) for i in range(1, 9)]
+    rows = lambda scale: "kernel,m,n,k,duration\n" + "".join(  # noqa: E731
+        f"dgemm,{m},{n},{k},{scale * (1e-9 * m * n * k + r * 1e-7)}\n" for m, n, k in shapes for r in range(3))
+    (tmp_path / "before.csv").write_text(rows(1.0))
+    (tmp_path / "after.csv").write_text(rows(1.1) + "dgemm,999,999,999,1.0\n")  # a shape not in both: ignored
+    d = calibration_drift(tmp_path / "before.csv", tmp_path / "after.csv")
+    assert d["shapes"] == 8
+    assert d["median_pct"] == pytest.approx(10.0) and d["q25_pct"] == pytest.approx(10.0)
 
 
 @needs_tools

@@ -146,8 +146,9 @@ class CalibrationSettings:
 
 
 def calibrate_blas_for(configs: Sequence[HplConfig], outdir: Path, cores: list[int], seed: int,
-                       settings: CalibrationSettings) -> dict[str, Path]:
-    """dgemm.zip and dtrsm.zip in `outdir`, measured on `cores` at once."""
+                       settings: CalibrationSettings,
+                       functions: Sequence[str] = ("dgemm", "dtrsm")) -> dict[str, Path]:
+    """dgemm.zip and dtrsm.zip (or `functions`' only) in `outdir`, measured on `cores` at once."""
     from hplsim.calibrate.runner import BlasOptions, calibrate_blas
 
     # pad_bytes 0 (the tool's minimum slack, 2 MB): HPL's many small calls work on the panel
@@ -155,10 +156,29 @@ def calibrate_blas_for(configs: Sequence[HplConfig], outdir: Path, cores: list[i
     opts = BlasOptions(warmup_seconds=settings.warmup_seconds, repetitions=settings.blas_repetitions,
                        monitor_interval=1.0, progress=False, pad_bytes=settings.pad_bytes)
     out = {}
-    for function, rows in (("dgemm", settings.dgemm_rows), ("dtrsm", settings.dtrsm_rows)):
+    rows_of = {"dgemm": settings.dgemm_rows, "dtrsm": settings.dtrsm_rows}
+    for function, rows in ((f, rows_of[f]) for f in functions):
         design = hpl_blas_design(configs, function, rows, seed)
         out[function] = calibrate_blas(design, outdir / f"{function}.zip", seed, opts, "local", None, cores).path
     return out
+
+
+def calibration_drift(before: Path, after: Path, kernel: str = "dgemm") -> dict[str, Any]:
+    """How the same calls' durations moved between two calibrations of one design (the
+    machine's drift over a validation): per call shape, the median duration after over the
+    median before; returned as the median and quartiles of that ratio − 1, in %."""
+    from hplsim.models.readers import read_measurements
+
+    def per_shape(path: Path) -> pd.Series:
+        calls = read_measurements([path]).kernels
+        return calls[calls["kernel"] == kernel].groupby(["m", "n", "k"])["duration"].median()
+
+    both = per_shape(before).to_frame("before").join(per_shape(after).to_frame("after"), how="inner")
+    if both.empty:
+        raise HplsimError(f"{before} and {after} have no {kernel} call shape in common")
+    pct = 100.0 * (both["after"] / both["before"] - 1.0)
+    return {"kernel": kernel, "shapes": len(both), "median_pct": float(pct.median()),
+            "q25_pct": float(pct.quantile(0.25)), "q75_pct": float(pct.quantile(0.75))}
 
 
 def last_level_cache_bytes(default: int = 32 << 20) -> int:

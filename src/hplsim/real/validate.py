@@ -136,6 +136,7 @@ class Report:
     stages: dict[str, float] = field(default_factory=dict)  # stage -> seconds
     notes: list[str] = field(default_factory=list)
     load: dict[str, Any] = field(default_factory=dict)
+    drift: dict[str, Any] = field(default_factory=dict)  # dgemm re-measured after the real runs
 
     def summary(self, min_n: int = 0, quiet_only: bool = False) -> dict[str, Any]:
         rows = [r for r in self.rows if r.config.n >= min_n and (r.quiet or not quiet_only)]
@@ -159,7 +160,8 @@ class Report:
             f"summary_n_ge_{TARGET_MIN_N}_quiet": self.summary(TARGET_MIN_N, quiet_only=True),
             "target": {"median_abs_error_pct": TARGET_MEDIAN_PCT, "max_abs_error_pct": TARGET_MAX_PCT,
                        "min_n": TARGET_MIN_N},
-            "stages_s": self.stages, "load": self.load, "notes": self.notes, "files": self.files,
+            "stages_s": self.stages, "load": self.load, "calibration_drift": self.drift,
+            "notes": self.notes, "files": self.files,
             "host": socket.gethostname(),
         }
 
@@ -199,6 +201,11 @@ def format_summary(report: Report) -> str:
         ok = s["median_abs_error_pct"] <= TARGET_MEDIAN_PCT and s["max_abs_error_pct"] <= TARGET_MAX_PCT
         lines.append(f"target (N >= {TARGET_MIN_N}: median |error| <= {TARGET_MEDIAN_PCT:g} %, max <= "
                      f"{TARGET_MAX_PCT:g} %): {'met' if ok else 'NOT met'}")
+    if report.drift:
+        d = report.drift
+        lines.append(f"machine drift: the calibration's {d['kernel']} calls, measured again after the real runs, "
+                     f"took {d['median_pct']:+.1f} % longer (median over {d['shapes']} shapes; quartiles "
+                     f"{d['q25_pct']:+.1f} … {d['q75_pct']:+.1f} %)")
     if report.load.get("runs"):
         lines.append(f"other processes during the real runs: {report.load['disturbed_runs']} of {report.load['runs']} "
                      f"runs shared the machine (>= {QUIET_LOAD} core busy); median {report.load['other_median']:.2f}, "
@@ -299,6 +306,7 @@ def validate_local(
         return reuse and path.exists()
 
     # 1-2. kernels: calibrate and fit
+    calibrated_here = model_path is None
     if model_path is None:
         model_path = outdir / "model.yaml"
         blas = {f: caldir / f"{f}.zip" for f in ("dgemm", "dtrsm")}
@@ -362,6 +370,15 @@ def validate_local(
                             timeout=timeout, progress=progress)
         results = done.results
     report.files["real"] = str(real_path)
+
+    # 5b. the machine's drift: the same dgemm calls as the calibration, measured again now
+    # (the models saw the machine of the first minutes, the real runs the next ones)
+    if calibrated_here:
+        after = caldir / "after-real-runs" / "dgemm.zip"
+        if not have(after):
+            with stage("measuring dgemm again after the real runs (machine drift)"):
+                cal.calibrate_blas_for(configs, after.parent, cores, seed, settings, functions=("dgemm",))
+        report.drift = cal.calibration_drift(caldir / "dgemm.zip", after)
     loads = [r.load_before for res in results for r in res.runs if r.load_before is not None]
     others = [r.other_load for res in results for r in res.runs if r.other_load is not None]
     if loads:
