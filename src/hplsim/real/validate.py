@@ -204,7 +204,7 @@ def format_summary(report: Report) -> str:
     if report.drift:
         d = report.drift
         lines.append(f"machine drift: the calibration's {d['kernel']} calls, measured again after the real runs, "
-                     f"took {d['median_pct']:+.1f} % longer (median over {d['shapes']} shapes; quartiles "
+                     f"changed duration by {d['median_pct']:+.1f} % (median over {d['shapes']} shapes; quartiles "
                      f"{d['q25_pct']:+.1f} … {d['q75_pct']:+.1f} %)")
     if report.load.get("runs"):
         lines.append(f"other processes during the real runs: {report.load['disturbed_runs']} of {report.load['runs']} "
