@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from hplsim.calibrate.designs import (MPI_OPERATIONS, MPI_SMALL_OPERATIONS, MPI_SMALL_SIZES, blas_design,
+from hplsim.calibrate.designs import (MPI_OPERATIONS, MPI_SMALL_OPERATIONS, MPI_SMALL_SIZES, MPI_LATE_SIZES, blas_design,
                                       blas_design_from_file, blas_operand_bytes, mpi_design,
                                       mpi_design_from_file, sequence)
 from hplsim.errors import HplsimError
@@ -108,7 +108,14 @@ def test_mpi_sizes_cover_every_decade() -> None:
         assert stats.kstest(np.log10(sizes) / 9, "uniform").pvalue > 0.05
     for op in MPI_SMALL_OPERATIONS:
         assert set(p[p.operation == op]["size"]) <= set(MPI_SMALL_SIZES)
-    assert len(p) == 70 and set(p.operation) == set(MPI_OPERATIONS)
+    assert len(p) == 70 and set(p.operation) == set(MPI_OPERATIONS) - {"iprobe-late"}
+
+
+def test_mpi_default_design_measures_late_probes_on_eager_and_rendezvous_sizes() -> None:
+    p = mpi_design(rows=80, seed=1).points
+    late = p[p.operation == "iprobe-late"]["size"]
+    assert len(late) == 10 and set(late) <= set(MPI_LATE_SIZES)
+    assert late.min() <= 4096 < late.max()  # both protocols of a typical MPI
 
 
 def test_mpi_exponential_draws_pass_ks_over_seeds() -> None:

@@ -3,6 +3,7 @@ each test runs the real code path whose behaviour was changed, and checks the re
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -73,6 +74,26 @@ def test_update_loop_hints_end_busy_waits_with_fewer_probes():
     assert hinted["busy_waits_hinted"] > 0 and counted["busy_waits_hinted"] == 0
     assert polled["busy_waits_hinted"] == polled["busy_waits_counted"] == 0
     assert hinted["real"] < counted["real"] < polled["real"]
+
+
+def test_open_mpi_probe_semantics_delays_panels_only_under_look_ahead():
+    """E17: Open MPI's MPI_Iprobe reports a message that arrived while the rank computed
+    only at the next probe. Under look-ahead (1×2, DEPTH 1) a rank probes for the next
+    panel between the chunks of its update, so the panel waits one more chunk and its
+    sender blocks meanwhile: the run is slower. Without look-ahead the receiver waits for
+    the panel in a loop that only probes, where one probe more costs nothing."""
+    platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
+    ompi = dataclasses.replace(platform, iprobe_reports="progressed")
+    model = ModelSource.from_path(DEFAULT.model)
+    for depth, slower in ((1, True), (0, False)):
+        config = HplConfig(n=4000, nb=128, p=1, q=2, depth=depth)
+        arrived = predict(config, platform, model, seed=2, breakdown=True)
+        progressed = predict(config, ompi, model, seed=2, breakdown=True)
+        if slower:
+            assert progressed.time_s > 1.01 * arrived.time_s
+            assert progressed.breakdown["probes"]["failed"] > arrived.breakdown["probes"]["failed"]
+        else:
+            assert progressed.time_s == arrived.time_s
 
 
 def test_simgrid_growing_probe_delay_is_off_and_would_matter(monkeypatch):

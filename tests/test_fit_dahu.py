@@ -204,3 +204,21 @@ def test_fitted_options_reproduce_the_pingpong_under_smpi(dahu_dir, tmp_path):
           "ping-pong there; SMPI serialises them)")
     assert max(map(abs, large)) < 0.01
     assert -0.02 < min(small) and max(small) < 0.20
+
+
+def test_iprobe_semantics_comes_from_iprobe_late_measurements_only(dahu_dir):
+    """Dahu's calibration did not measure how late a probe reports a message: the fit says
+    nothing (the platform keeps SMPI's semantics) rather than guess. With iprobe-late rows,
+    about one probe gap of computation means Open MPI's behaviour, about none SMPI's."""
+    data = read_measurements([dahu_dir / "mpi_calibration.csv"]).network
+    data = data[data["cluster"] == "dahu"]
+    assert fit_network(data).iprobe_reports is None
+    from hplsim.models.network import IPROBE_LATE_GAP
+
+    def with_late(seconds: float) -> pd.DataFrame:
+        rows = data.head(6).assign(operation="iprobe-late", size=8, duration=seconds)
+        return pd.concat([data, rows], ignore_index=True)
+
+    late = fit_network(with_late(IPROBE_LATE_GAP * 1.1))
+    assert late.iprobe_reports == "progressed" and late.iprobe_late_probes == pytest.approx(1.1)
+    assert fit_network(with_late(2e-6)).iprobe_reports == "arrived"

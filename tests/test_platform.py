@@ -43,10 +43,24 @@ def test_star_and_fat_tree_run_and_place_ranks(tmp_path):
     ({"nodes": 2, "smpi": {"smpi/bw-factor": "1"}}, "size:factor"),
     ({"nodes": 2, "smpi": {"smpi/os": "0:1e-6"}}, "size:offset:per_byte"),
     ({"nodes": 2, "colour": "blue"}, "unknown field"),
+    ({"nodes": 2, "mpi": {"iprobe_reports": "eventually"}}, "iprobe_reports must be one of arrived, progressed"),
+    ({"nodes": 2, "mpi": {"eager_limit": 4096}}, "unknown mpi field"),
+    ({"nodes": 2, "mpi": "openmpi"}, "'mpi' must be a mapping"),
 ])
 def test_bad_specs(doc, message):
     with pytest.raises(HplsimError, match=message):
         spec_from_dict(doc, "p.yaml")
+
+
+def test_iprobe_semantics_is_part_of_the_platform():
+    plain = spec_from_dict({"nodes": 1, "cores_per_node": 2})
+    ompi = spec_from_dict({"nodes": 1, "cores_per_node": 2, "mpi": {"iprobe_reports": "progressed"}})
+    assert plain.platform().iprobe_reports == "arrived" and ompi.platform().iprobe_reports == "progressed"
+    # results stores key on the digest: a different MPI behaviour is a different platform,
+    # and platforms without the block keep the digest they had before it existed
+    assert plain.platform().digest() != ompi.platform().digest()
+    explicit = spec_from_dict({"nodes": 1, "cores_per_node": 2, "mpi": {"iprobe_reports": "arrived"}})
+    assert explicit.platform().digest() == plain.platform().digest()
 
 
 def test_published_dahu_xml_hosts():

@@ -14,16 +14,28 @@
  *   iprobe    one MPI_Iprobe that finds nothing (HPL's polling)           -> smpi/iprobe
  *   test      one MPI_Test on an Irecv whose message is not sent yet      -> smpi/test
  *   wtime     MPI_Wtime, mean over a batch of calls                       -> smpi/wtime
+ *   iprobe-late  how late MPI_Iprobe reports a message that arrived while the receiver
+ *             computed: the receiver computes LATE_WAIT s (the message arrives meanwhile),
+ *             then probes every LATE_GAP s of computation until a probe reports it; the
+ *             duration is the computation between the first probe and that one (0: the
+ *             first probe reports it; LATE_GAP: one probe late, as Open MPI's ob1, whose
+ *             failed probe is what takes arriving messages in)  -> mpi: iprobe_reports
  * Rank 1 sends the measurements it makes to rank 0 after each row, outside the timed
  * region; a barrier separates rows so that one row's traffic never overlaps the next. */
 #include "calib_common.h"
 
 #include <mpi.h>
 
-enum { OP_SEND, OP_RECV, OP_ISEND, OP_PINGPONG, OP_IPROBE, OP_TEST, OP_WTIME, OP_COUNT };
-static const char *OP_NAMES[OP_COUNT] = {"send", "recv", "isend", "pingpong", "iprobe", "test", "wtime"};
+enum { OP_SEND, OP_RECV, OP_ISEND, OP_PINGPONG, OP_IPROBE, OP_TEST, OP_WTIME, OP_IPROBE_LATE, OP_COUNT };
+static const char *OP_NAMES[OP_COUNT] = {"send", "recv", "isend", "pingpong", "iprobe", "test", "wtime",
+                                         "iprobe-late"};
 /* which rank times the operation */
-static const int OP_TIMER[OP_COUNT] = {0, 1, 0, 0, 1, 1, 0};
+static const int OP_TIMER[OP_COUNT] = {0, 1, 0, 0, 1, 1, 0, 1};
+/* iprobe-late: computation before the first probe (ample for any message's envelope to
+ * arrive, even across a network) and between probes (the python fit knows it too) */
+#define LATE_WAIT 2e-3
+#define LATE_GAP 1e-4
+#define LATE_MAX_PROBES 1000
 enum { TAG_DATA = 1, TAG_READY = 2, TAG_RESULT = 3 };
 #define WTIME_BATCH 1000
 #define MAX_SIZE 2147483647LL
@@ -82,6 +94,13 @@ static row_t *read_rows(const char *path, int *count) {
 }
 
 /* One row; returns the timed duration on the timing rank (undefined on the other). */
+/* Computation that makes no MPI call: what a rank does between two of HPL's probes. */
+static void compute_for(double seconds) {
+  double until = calib_now() + seconds;
+  while (calib_now() < until) {
+  }
+}
+
 static double measure(const row_t *r, int rank, char *buf, double *start) {
   MPI_Comm comm = MPI_COMM_WORLD;
   MPI_Request req;
@@ -150,6 +169,24 @@ static double measure(const row_t *r, int rank, char *buf, double *start) {
         t1 = calib_now();
         MPI_Send(&dummy, 0, MPI_BYTE, 0, TAG_READY, comm);
         if (!flag) MPI_Wait(&req, &st);
+      } else {
+        MPI_Recv(&dummy, 0, MPI_BYTE, 1, TAG_READY, comm, &st);
+        MPI_Send(buf, r->size, MPI_BYTE, 1, TAG_DATA, comm);
+      }
+      break;
+    case OP_IPROBE_LATE:
+      if (rank == 1) {
+        int probes = 0;
+        MPI_Send(&dummy, 0, MPI_BYTE, 0, TAG_READY, comm);
+        compute_for(LATE_WAIT);
+        t0 = calib_now();
+        for (;;) {
+          MPI_Iprobe(0, TAG_DATA, comm, &flag, &st);
+          if (flag || ++probes >= LATE_MAX_PROBES) break;
+          compute_for(LATE_GAP);
+        }
+        t1 = calib_now();
+        MPI_Recv(buf, r->size, MPI_BYTE, 0, TAG_DATA, comm, &st);
       } else {
         MPI_Recv(&dummy, 0, MPI_BYTE, 1, TAG_READY, comm, &st);
         MPI_Send(buf, r->size, MPI_BYTE, 1, TAG_DATA, comm);

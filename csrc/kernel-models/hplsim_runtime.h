@@ -30,6 +30,9 @@ void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2);
 /* Inject the time accounted since the rank's last MPI call (called before each MPI call). */
 void hplsim_flush(void);
 
+/* Whether modelled time is waiting for the rank's next MPI call. */
+int hplsim_has_pending(void);
+
 /* Uniform integer in [0, n) from the rank's pivot stream (n > 0). */
 int hplsim_random_index(int n);
 

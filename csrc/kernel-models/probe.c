@@ -21,12 +21,27 @@
  * next panel, and once its columns are done its loop only polls (the patch calls
  * hplsim_busy_wait there). A probe that fails right after that hint, with nothing in
  * between, is the real loop's first failed probe: the message is reported present at once.
+ *
+ * What a probe can see depends on the MPI library (the platform's `mpi: iprobe_reports`,
+ * passed as HPLSIM_IPROBE_REPORTS). SMPI's own MPI_Iprobe finds any message already sent
+ * ("arrived"). Open MPI's (ob1) looks in the queue of messages its progress engine has
+ * already taken in and, when the message is not there, runs the progress engine and
+ * returns false: a message that arrived while the rank computed is reported by the
+ * second probe, not the first (docs/validation.md, E17). In HPL's chunked update that is
+ * one more chunk of work before the panel is received, while its sender blocks in
+ * MPI_Send. "progressed" reproduces it: the probe reports what had arrived by the end of
+ * the rank's previous MPI call, which is the simulated clock before the compute done since
+ * then is injected (runtime.c injects compute lazily, at the next MPI call). So the SMPI
+ * probe runs first and the pending compute after it: the same total time, in the other
+ * order.
  */
 #include <mpi.h>
 #include <simgrid/engine.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "hplsim_runtime.h"
 
 /* Idle probes before a busy-wait is recognised (HPLSIM_BUSY_PROBES overrides, for
  * experiments). */
@@ -56,7 +71,9 @@ static struct {
   double clock;
 } hint;
 
-void hplsim_flush(void);
+/* 1: a probe reports only messages that had arrived by the rank's previous MPI call
+ * (HPLSIM_IPROBE_REPORTS=progressed); 0: any message already sent (arrived, SMPI's). */
+static int progressed = -1;
 
 void hplsim_busy_wait(int tag, MPI_Comm comm)
 {
@@ -81,23 +98,37 @@ static int report_present(int source, int tag, int *flag, MPI_Status *status)
 
 int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
-  hplsim_flush(); /* the rank's pending compute happens before it probes */
   if (mode < 0) {
     const char *env = getenv("HPLSIM_BUSY_WAIT");
     mode = !env ? 1 : strcmp(env, "poll") == 0 ? 0 : strcmp(env, "count") == 0 ? 2 : 1;
     const char *probes = getenv("HPLSIM_BUSY_PROBES");
     if (probes && atoi(probes) > 0)
       busy_probes = atoi(probes);
+    const char *reports = getenv("HPLSIM_IPROBE_REPORTS");
+    if (reports && strcmp(reports, "progressed") != 0 && strcmp(reports, "arrived") != 0)
+      hplsim_fatal("HPLSIM_IPROBE_REPORTS must be 'arrived' or 'progressed', got '%s'", reports);
+    progressed = reports && strcmp(reports, "progressed") == 0;
   }
-  int hinted = hint.set && hint.tag == tag && hint.comm == comm && simgrid_get_clock() == hint.clock;
+  /* The clock has not moved since the last failed probe or hint only if no compute is
+   * pending either (it is injected below, or was before the hint). */
+  double clock = simgrid_get_clock();
+  int idle = !hplsim_has_pending();
+  int hinted = hint.set && hint.tag == tag && hint.comm == comm && idle && clock == hint.clock;
   hint.set = 0;
   int same = last.idle_failures > 0 && last.source == source && last.tag == tag && last.comm == comm &&
-             simgrid_get_clock() == last.clock;
+             idle && clock == last.clock;
   if (mode && same && last.idle_failures >= busy_probes) {
     waits_counted++;
     return report_present(source, tag, flag, status);
   }
-  int err = MPI_Iprobe(source, tag, comm, flag, status);
+  int err;
+  if (progressed) {
+    err = MPI_Iprobe(source, tag, comm, flag, status);
+    hplsim_flush();
+  } else {
+    hplsim_flush(); /* the rank's pending compute happens before it probes */
+    err = MPI_Iprobe(source, tag, comm, flag, status);
+  }
   probes_real++;
   if (err != MPI_SUCCESS || *flag) {
     last.idle_failures = 0;

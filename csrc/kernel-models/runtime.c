@@ -66,6 +66,11 @@ void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2)
   }
 }
 
+int hplsim_has_pending(void)
+{
+  return pending > 0.0;
+}
+
 void hplsim_flush(void)
 {
   if (pending > 0.0) {

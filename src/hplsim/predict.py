@@ -175,6 +175,7 @@ def predict(
             binary, args, work, work / "platform.xml", work / "hostfile",
             config.ranks, {**folding, **platform.config}, timeout,
             preload=None if os.environ.get("HPLSIM_THREAD_CLOCK") == "real" else preload_library(binary),
+            env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports},
         )
         if keep_dir:
             (work / "stdout.txt").write_text(out.stdout)

@@ -33,9 +33,11 @@ BLAS_FUNCTIONS = ("dgemm", "dtrsm")
 BLAS_GENERATORS = ("uniform-product", "independent", "fixed-k")
 MPI_TRANSFER_OPERATIONS = ("send", "recv", "isend", "pingpong")
 MPI_SMALL_OPERATIONS = ("iprobe", "test", "wtime")
-MPI_OPERATIONS = MPI_TRANSFER_OPERATIONS + MPI_SMALL_OPERATIONS
+MPI_OPERATIONS = MPI_TRANSFER_OPERATIONS + MPI_SMALL_OPERATIONS + ("iprobe-late",)
 # iprobe/test/wtime cost the same for any size: a few sizes are enough to check that.
 MPI_SMALL_SIZES = (1, 8, 64, 512, 4096)
+# iprobe-late: eager and rendez-vous messages (HPL's panels are the latter)
+MPI_LATE_SIZES = (8, 4096, 65536, 1048576)
 
 DEFAULT_MAX_PRODUCT = 2**31  # ≈ 1290³: 60 rows take a few seconds on one core
 DEFAULT_MAX_SIDE = 4096
@@ -316,6 +318,8 @@ def mpi_design(rows: int = 40, seed: int = 0, operations: Sequence[str] = MPI_OP
     for op, count in zip(ops, counts):
         if op in MPI_SMALL_OPERATIONS:
             sizes = rng.choice(MPI_SMALL_SIZES, size=count)
+        elif op == "iprobe-late":
+            sizes = rng.choice(MPI_LATE_SIZES, size=count)
         else:
             exps = _per_decade(count, math.log10(min_size), math.log10(max_size), rng)
             sizes = np.clip(np.floor(10.0**exps), min_size, max_size).astype(np.int64)
@@ -323,7 +327,7 @@ def mpi_design(rows: int = 40, seed: int = 0, operations: Sequence[str] = MPI_OP
     frame = pd.DataFrame(points, columns=["operation", "size"])
     frame.insert(0, "row", np.arange(len(frame)))
     params = {"operations": ops, "min_size": min_size, "max_size": max_size,
-              "small_sizes": list(MPI_SMALL_SIZES)}
+              "small_sizes": list(MPI_SMALL_SIZES), "late_sizes": list(MPI_LATE_SIZES)}
     return Design("mpi", "mpi-exponential", seed, params, frame)
 
 

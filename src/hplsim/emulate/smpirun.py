@@ -109,9 +109,11 @@ def run_smpirun(
     config: dict[str, str],
     timeout: float | None,
     preload: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> SimOutput:
     """Run `binary` under smpirun. `preload`: a library for the simulation process's
-    LD_PRELOAD (the emulation's free thread clock, csrc/sim-preload)."""
+    LD_PRELOAD (the emulation's free thread clock, csrc/sim-preload); `env`: variables
+    for the emulated program's runtime (set over the caller's environment)."""
     options = {**BASE_CONFIG, **config}
     argv = [
         "smpirun", "-np", str(nprocs), "-platform", str(platform_xml), "-hostfile", str(hostfile),
@@ -119,16 +121,16 @@ def run_smpirun(
         "--log=root.thres:warning",
         str(binary), *args,
     ]
-    env = {**os.environ, "SMPI_PRIVATIZATION": "dlopen"}
+    run_env = {**os.environ, **(env or {}), "SMPI_PRIVATIZATION": "dlopen"}
     # LD_PRELOAD separates entries by spaces and colons: a path holding either cannot be
     # preloaded; the run is then only slower, never different.
     if preload is not None and not set(str(preload)) & set(" :"):
-        env["LD_PRELOAD"] = " ".join(filter(None, [str(preload), os.environ.get("LD_PRELOAD", "")]))
+        run_env["LD_PRELOAD"] = " ".join(filter(None, [str(preload), os.environ.get("LD_PRELOAD", "")]))
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(
             argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True, env=env,
+            start_new_session=True, env=run_env,
         )
     except FileNotFoundError:
         raise HplsimError("smpirun not found: install SimGrid (libsimgrid-dev; ./bootstrap does)") from None

@@ -259,6 +259,10 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
         doc["smpi"] = {**(doc.get("smpi") or {}), **options}
     else:
         doc = {"smpi": options}
+    if fit.iprobe_reports:
+        doc["mpi"] = {**(doc.get("mpi") or {}), "iprobe_reports": fit.iprobe_reports}
+        _echo(f"  MPI_Iprobe reports a message that arrived during computation "
+              f"{fit.iprobe_late_probes:.2f} probes late (median): iprobe_reports {fit.iprobe_reports}")
     out = opts["output"]
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text("\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False, width=1000))
@@ -284,6 +288,7 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
         "send_is_detached_thresh": fit.detached_threshold, "async_small_thresh": fit.async_threshold,
         "threshold_reasons": fit.threshold_reasons,
         "smpi": options, "notes": notes, "reference": {"bandwidth": bw, "route_latency": route_lat},
+        "iprobe_reports": fit.iprobe_reports,
     }
 
 

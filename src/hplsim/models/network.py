@@ -19,6 +19,13 @@ What SMPI (SimGrid 3.32) does with those options, and so what each one is fitted
   ``a + b·size`` on each interval, hence ``lat-factor = a / L`` and
   ``bw-factor = 1 / (b·B)``.
 
+What ``MPI_Iprobe`` reports is not an SMPI option but hplsim's (the platform's ``mpi:
+iprobe_reports``, docs/formats/platform.md): the ``iprobe-late`` measurements say how much
+computation passed between the first probe after a message arrived and the probe that
+reported it. About one probe gap (``IPROBE_LATE_GAP``) is Open MPI's behaviour
+("progressed": a failed probe is what takes arriving messages in); about zero is SMPI's
+("arrived").
+
 The thresholds are protocol switches seen in the data: ``send-is-detached-thresh`` is the
 breakpoint where ``send`` jumps the most (the sender starts waiting for the transfer),
 ``async-small-thresh`` the one where ``recv`` jumps the most (a receive of data already
@@ -40,6 +47,8 @@ from hplsim.models.piecewise import MIN_POINTS, PiecewiseLinear, fit_piecewise, 
 
 SIZED_OPERATIONS = ("send", "recv", "isend", "pingpong")
 CONSTANT_OPERATIONS = {"iprobe": "smpi/iprobe", "test": "smpi/test", "wtime": "smpi/wtime"}
+#: the computation between two probes of an iprobe-late measurement (LATE_GAP in csrc/calib/calib_mpi.c)
+IPROBE_LATE_GAP = 1e-4
 #: SMPI's own default for both thresholds, used when the data show no rendez-vous switch
 SMPI_DEFAULT_THRESHOLD = 65536
 #: a breakpoint is the eager/rendez-vous switch if recv is this much slower just above it
@@ -58,6 +67,9 @@ class NetworkFit:
     cluster: str | None = None
     joint: bool = True
     n: dict[str, int] = field(default_factory=dict)
+    # "arrived" / "progressed" from the iprobe-late measurements; None without any
+    iprobe_reports: str | None = None
+    iprobe_late_probes: float | None = None  # median number of probes late
 
     @property
     def breakpoints(self) -> dict[str, list[float]]:
@@ -107,7 +119,7 @@ def fit_network(
     data, cluster = select_cluster(data, cluster)
     if data.empty:
         raise HplsimError("no MPI measurements")
-    known = set(SIZED_OPERATIONS) | set(CONSTANT_OPERATIONS)
+    known = set(SIZED_OPERATIONS) | set(CONSTANT_OPERATIONS) | {"iprobe-late"}
     unknown = sorted(set(data["operation"]) - known)
     if unknown:
         raise HplsimError(f"unknown MPI operation(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -132,8 +144,14 @@ def fit_network(
     (detached, async_, reasons) = _thresholds(fits)
     constants = {op: float(g["duration"].median()) for op, g in data.groupby("operation")
                  if op in CONSTANT_OPERATIONS}
+    late = data.loc[data["operation"] == "iprobe-late", "duration"]
+    late_probes = float(late.median()) / IPROBE_LATE_GAP if len(late) else None
+    reports = None if late_probes is None else ("progressed" if late_probes >= 0.5 else "arrived")
+    if late_probes is not None and late_probes >= 1.5:
+        reasons.append(f"MPI_Iprobe reports a message {late_probes:.1f} probes late (median); "
+                       "the emulation models one ('progressed')")
     return NetworkFit(fits, detached, async_, reasons, constants, cluster, joint,
-                      {op: len(x) for op, (x, _) in series.items()})
+                      {op: len(x) for op, (x, _) in series.items()}, reports, late_probes)
 
 
 def _jump(fit: PiecewiseLinear | None) -> tuple[float, int] | None:

@@ -66,6 +66,8 @@ class Platform:
     slots: list[str]
     config: dict[str, str] = field(default_factory=dict)
     label: str = ""
+    # What MPI_Iprobe reports (the spec's mpi: iprobe_reports; docs/formats/platform.md).
+    iprobe_reports: str = "arrived"
 
     @property
     def hosts(self) -> list[str]:
@@ -75,6 +77,8 @@ class Platform:
         h = hashlib.sha256(self.xml.encode())
         h.update("\n".join(self.slots).encode())
         h.update(repr(sorted(self.config.items())).encode())
+        if self.iprobe_reports != "arrived":  # the default leaves digests of older platforms unchanged
+            h.update(f"iprobe_reports={self.iprobe_reports}".encode())
         return h.hexdigest()
 
 
@@ -98,6 +102,7 @@ class PlatformSpec:
     fat_tree: str | None = None
     smpi: dict[str, str] = field(default_factory=dict)
     name: str = "cluster"
+    iprobe_reports: str = "arrived"
 
     def host_names(self) -> list[str]:
         return [f"{self.host_prefix}{i}{self.host_suffix}" for i in range(self.nodes)]
@@ -147,7 +152,7 @@ class PlatformSpec:
         return "\n".join(lines) + "\n"
 
     def platform(self, label: str = "") -> Platform:
-        return Platform(self.to_xml(), self.slots(), {}, label or self.name)
+        return Platform(self.to_xml(), self.slots(), {}, label or self.name, self.iprobe_reports)
 
 
 # SimGrid crashes (segfault) on a malformed piecewise option: check them here.
@@ -171,8 +176,12 @@ def check_smpi_option(key: str, value: str, source: str) -> None:
 
 _SPEC_FIELDS = {
     "format", "version", "name", "nodes", "cores_per_node", "ranks_per_node", "placement",
-    "host_prefix", "host_suffix", "network", "smpi",
+    "host_prefix", "host_suffix", "network", "smpi", "mpi",
 }
+_MPI_FIELDS = {"iprobe_reports"}
+#: arrived: MPI_Iprobe reports any message already sent (SMPI's own semantics);
+#: progressed: only a message that had arrived by the rank's previous MPI call (Open MPI's ob1)
+IPROBE_REPORTS = ("arrived", "progressed")
 _NETWORK_FIELDS = {
     "topology", "bandwidth", "latency", "sharing_policy", "loopback_bandwidth", "loopback_latency",
     "backbone_bandwidth", "backbone_latency", "limiter_bandwidth", "fat_tree",
@@ -221,6 +230,15 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
 
     for key, value in smpi.items():
         check_smpi_option(str(key), str(value), source)
+    mpi = doc.get("mpi") or {}
+    if not isinstance(mpi, Mapping):
+        raise HplsimError(f"platform spec {source}: 'mpi' must be a mapping")
+    unknown = set(mpi) - _MPI_FIELDS
+    if unknown:
+        raise HplsimError(f"platform spec {source}: unknown mpi field(s) {', '.join(sorted(map(str, unknown)))}")
+    iprobe_reports = str(mpi.get("iprobe_reports", "arrived"))
+    if iprobe_reports not in IPROBE_REPORTS:
+        raise HplsimError(f"platform spec {source}: mpi: iprobe_reports must be one of {', '.join(IPROBE_REPORTS)}")
 
     def opt(key: str, conv) -> float | None:
         return conv(net[key], key) if net.get(key) is not None else None
@@ -244,6 +262,7 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
         fat_tree=str(net["fat_tree"]) if net.get("fat_tree") else None,
         smpi={str(k): str(v) for k, v in smpi.items()},
         name=str(doc.get("name", "cluster")),
+        iprobe_reports=iprobe_reports,
     )
     if spec.bandwidth <= 0:
         raise HplsimError(f"platform spec {source}: bandwidth must be positive")

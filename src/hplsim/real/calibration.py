@@ -132,7 +132,7 @@ class CalibrationSettings:
     dgemm_rows: int = 150
     dtrsm_rows: int = 60
     blas_repetitions: int = 3
-    mpi_rows: int = 60
+    mpi_rows: int = 64  # 8 per operation
     mpi_repetitions: int = 5
     mpi_max_size: int = 10**8
     warmup_seconds: float = 1.0
@@ -141,7 +141,7 @@ class CalibrationSettings:
 
     @classmethod
     def quick(cls) -> "CalibrationSettings":
-        return cls(dgemm_rows=30, dtrsm_rows=15, blas_repetitions=1, mpi_rows=24, mpi_repetitions=3,
+        return cls(dgemm_rows=30, dtrsm_rows=15, blas_repetitions=1, mpi_rows=32, mpi_repetitions=3,
                    mpi_max_size=10**7, warmup_seconds=0.2)
 
 
@@ -366,19 +366,22 @@ def calibrate_network(out: Path, cores: list[int], seed: int, settings: Calibrat
     return calibrate_mpi(design, out, seed, opts, "local", None, cores[:2]).path
 
 
-def fit_network_options(mpi_archive: Path, seed: int = 0) -> tuple[dict[str, str], list[str]]:
+def fit_network_options(mpi_archive: Path, seed: int = 0) -> tuple[dict[str, str], dict[str, str], list[str]]:
     """SMPI options for messages between two ranks of this host, relative to the loopback
-    link of `local_platform_spec`."""
+    link of `local_platform_spec`, and the spec's `mpi` block (what MPI_Iprobe reports,
+    when the calibration measured it)."""
     from hplsim.models.network import fit_network, smpi_options
     from hplsim.models.readers import read_measurements
 
     meas = read_measurements([mpi_archive])
     fit = fit_network(meas.network, seed=seed)
     options, notes = smpi_options(fit, LOOPBACK_BANDWIDTH, LOOPBACK_LATENCY)
-    return options, [*fit.threshold_reasons, *notes]
+    mpi = {"iprobe_reports": fit.iprobe_reports} if fit.iprobe_reports else {}
+    return options, mpi, [*fit.threshold_reasons, *notes]
 
 
-def local_platform_spec(cores: int, smpi: dict[str, str] | None = None, name: str | None = None) -> dict[str, Any]:
+def local_platform_spec(cores: int, smpi: dict[str, str] | None = None, name: str | None = None,
+                        mpi: dict[str, str] | None = None) -> dict[str, Any]:
     """This machine as a platform spec: one node with `cores` rank slots; ranks talk through
     the node's loopback link, whose factors and overheads come from the MPI calibration."""
     return {
@@ -395,4 +398,5 @@ def local_platform_spec(cores: int, smpi: dict[str, str] | None = None, name: st
             "loopback_latency": f"{LOOPBACK_LATENCY * 1e6:g}us",
         },
         "smpi": dict(smpi or {}),
+        **({"mpi": dict(mpi)} if mpi else {}),
     }

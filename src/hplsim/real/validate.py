@@ -332,17 +332,18 @@ def validate_local(
         platform_path = outdir / "platform.yaml"
         if not have(platform_path):
             smpi: dict[str, str] = {}
+            mpi_block: dict[str, str] = {}
             if ranks >= 2:
                 mpi = caldir / "mpi.zip"
                 if not have(mpi):
                     with stage("calibrating MPI between two local ranks"):
                         cal.calibrate_network(mpi, cores, seed, settings)
                 with stage("fitting the network"):
-                    smpi, notes = cal.fit_network_options(mpi, seed)
+                    smpi, mpi_block, notes = cal.fit_network_options(mpi, seed)
                 report.notes += [f"network fit: {n}" for n in notes]
             else:
                 report.notes.append("one rank: no communication, no MPI calibration")
-            spec = cal.local_platform_spec(ranks, smpi)
+            spec = cal.local_platform_spec(ranks, smpi, mpi=mpi_block)
             header = (f"# {socket.gethostname()} as a platform: one node, {ranks} rank slots; messages between "
                       "ranks cross the node's loopback link,\n# whose SMPI factors and overheads were fitted "
                       "from calibration/mpi.zip (hplsim validate, docs/validate.md)\n")

@@ -341,8 +341,7 @@ def vary_model(base: ModelSource, platform: Platform, v: ModelVariation, workdir
     if v.drop_percent is not None or v.drop_hosts is not None:
         dropped = slowest_hosts(model, hosts, v.drop_percent, v.drop_hosts)
         gone = set(dropped)
-        platform = Platform(platform.xml, [s for s in platform.slots if s not in gone], dict(platform.config),
-                            platform.label)
+        platform = dataclasses.replace(platform, slots=[s for s in platform.slots if s not in gone], config=dict(platform.config))
         note = f"dropped {len(dropped)} slowest host(s): {', '.join(dropped)}"
         _store_platform(platform, workdir)
     source = _store_model(model, workdir, base.label) if (v.speed or not v.noise) else base
