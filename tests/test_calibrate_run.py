@@ -224,6 +224,10 @@ def test_fitting_stage_reads_our_archives_and_dahu(docs: DocRun, dahu_dir: Path)
     ours = read_measurements([docs.dir / "d.zip", docs.dir / "m.zip"])
     assert len(ours.kernels) == read_archive(docs.dir / "d.zip").metadata["counts"]["measured"]
     assert len(ours.network) == read_archive(docs.dir / "m.zip").metadata["counts"]["measured"]
+    # the network fit of our archive carries what this machine's MPI probe reports
+    from hplsim.models.network import fit_network
+
+    assert fit_network(ours.network).iprobe_reports == "progressed"
     # the published data has the same shape: kernel calls and MPI measurements
     dahu = read_measurements([dahu_dir / "mpi_calibration.csv"])
     assert set(dahu.network.operation) >= {"send", "recv", "isend", "pingpong"}

@@ -85,3 +85,17 @@ def test_platform_command_writes_xml_and_hostfile(tmp_path):
     assert (tmp_path / "o" / "hostfile").read_text().split() == ["node-0", "node-0", "node-1", "node-1",
                                                                  "node-2", "node-2"]
     assert xml_hosts((tmp_path / "o" / "platform.xml").read_text(), "x") == [(f"node-{i}", 2) for i in range(3)]
+
+
+def test_the_documented_spec_example_loads():
+    """docs/formats/platform.md's example is a valid spec, as written."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "formats" / "platform.md").read_text()
+    doc = yaml.safe_load(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))
+    spec = spec_from_dict(doc, "platform.md")
+    assert spec.nodes == 16 and spec.topology == "star" and spec.smpi["smpi/async-small-thresh"] == "8133"
+    assert spec.platform().iprobe_reports == "progressed"
