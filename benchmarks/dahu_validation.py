@@ -11,6 +11,7 @@ the paper's D2) and deterministic (same means, no noise). One simulation at a ti
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import tempfile
@@ -48,12 +49,16 @@ def main() -> None:
                     choices=["stochastic", "deterministic"])
     ap.add_argument("--data", help="folder holding dahu/ (default ../shared/data)")
     ap.add_argument("--json", help="write the rows to this JSON file")
+    ap.add_argument("--iprobe-reports", choices=["arrived", "progressed"], default="arrived",
+                    help="what-if: which messages MPI_Iprobe reports (docs/formats/platform.md); Dahu's "
+                         "calibration did not measure it, the published platform is 'arrived'")
     args = ap.parse_args()
 
     data = reference_dir(args.data)
     real, d2 = reality(data), paper(data, "D2_het")
     preset = get_preset("dahu")
-    platform = load_platform(preset.platform, preset.ranks_per_host)
+    platform = dataclasses.replace(load_platform(preset.platform, preset.ranks_per_host),
+                                   iprobe_reports=args.iprobe_reports)
     tmp = Path(tempfile.mkdtemp(prefix="hplsim-dahu-"))
     save_model(load_model(preset.model).without_noise(), tmp / "deterministic.yaml")
     models = {"stochastic": ModelSource.from_path(preset.model, "dahu (per-CPU polynomial + noise)"),
