@@ -85,6 +85,12 @@ def test_platform_command_writes_xml_and_hostfile(tmp_path):
     assert (tmp_path / "o" / "hostfile").read_text().split() == ["node-0", "node-0", "node-1", "node-1",
                                                                  "node-2", "node-2"]
     assert xml_hosts((tmp_path / "o" / "platform.xml").read_text(), "x") == [(f"node-{i}", 2) for i in range(3)]
+    assert "note" not in out.stdout
+    # the probe semantics has no place in SimGrid's XML: say so rather than lose it silently
+    spec.write_text(yaml.safe_dump({"nodes": 3, "cores_per_node": 2, "mpi": {"iprobe_reports": "progressed"}}))
+    out = subprocess.run([sys.executable, "-m", "hplsim.cli", "platform", str(spec), "-o", str(tmp_path / "o")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "iprobe_reports: progressed is not in the XML" in out.stdout
 
 
 def test_the_documented_spec_example_loads():

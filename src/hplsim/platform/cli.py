@@ -22,6 +22,7 @@ def platform(spec: Path, out: Path | None, ranks_per_host: int | None) -> None:
         hosts = p.hosts
         click.echo(f"{p.label}: {len(hosts)} hosts ({hosts[0]} … {hosts[-1]}), {len(p.slots)} rank slots")
         click.echo(f"SMPI options: {p.config or 'none beyond the XML'}")
+        click.echo(f"MPI_Iprobe reports: {p.iprobe_reports} messages")
         return
     out.mkdir(parents=True, exist_ok=True)
     for name, text in (("platform.xml", p.xml), ("hostfile", "\n".join(p.slots) + "\n")):
@@ -29,3 +30,7 @@ def platform(spec: Path, out: Path | None, ranks_per_host: int | None) -> None:
         tmp.write_text(text)
         tmp.replace(out / name)
     click.echo(f"wrote {out / 'platform.xml'} and {out / 'hostfile'} ({len(p.slots)} rank slots)")
+    if p.iprobe_reports != "arrived":
+        # SimGrid's XML has no place for it: predicting from the XML would use SMPI's probe
+        click.echo(f"note: the spec's mpi: iprobe_reports: {p.iprobe_reports} is not in the XML; "
+                   "predict from the spec to keep it")
