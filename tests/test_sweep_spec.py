@@ -122,6 +122,7 @@ def test_hpl_dat_is_a_spec(tmp_path):
     ("hpl: {n: 2000}\nmodel: {variations: [{drop_slowest: 150}]}\n", "must be in (0, 100)"),
     ("hpl: {n: 2000}\nmodel: {variations: [{}, {}]}\n", "two variations are named 'base'"),
     ("hpl: {n: [2000\n", "not valid YAML at line"),
+    ("hpl: {n: 2000}\nplatform: {variations: [{iprobe_reports: late}]}\n", "'late' is not arrived or progressed"),
 ])
 def test_malformed_specs_say_where(tmp_path, text, message):
     with pytest.raises(HplsimError) as err:
@@ -172,6 +173,23 @@ def test_platform_variations_on_the_builtin_xml(tmp_path):
             hpl: {n: 2000}
             platform: {variations: [{nodes: 4, topology: fat-tree, fat_tree: "2;4,2;1,2;1,1"}]}
         """)), tmp_path / "work", None)
+
+
+def test_mpi_probe_semantics_as_a_what_if(tmp_path):
+    """Another MPI library as a variation: on the built-in XML (where SimGrid has no place
+    for it) and on a spec; a different semantics is a different platform digest."""
+    spec = load_spec(spec_file(tmp_path, """
+        hpl: {n: 2000, nb: 64, grids: [[1, 2]]}
+        platform:
+          ranks_per_host: 1
+          variations: [{}, {iprobe_reports: progressed}]
+    """))
+    plan = make_plan(spec, tmp_path / "work", None)
+    v = {x.platform_variation: x for x in plan.variants}
+    assert v["base"].platform.iprobe_reports == "arrived"
+    assert v["iprobe_reports=progressed"].platform.iprobe_reports == "progressed"
+    assert v["base"].platform.xml == v["iprobe_reports=progressed"].platform.xml
+    assert v["base"].platform_digest != v["iprobe_reports=progressed"].platform_digest
 
 
 def test_variation_lists_as_shorthand(tmp_path):

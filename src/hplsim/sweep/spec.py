@@ -19,6 +19,7 @@ import yaml
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import BCAST_NAMES, FACT_NAMES, PMAP_NAMES, SWAP_NAMES, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat
+from hplsim.platform.spec import IPROBE_REPORTS
 
 #: HPL parameters a spec may list, in the order the sweep loops over them (HPL's own
 #: loop order first, then what HPL.dat only takes one value of).
@@ -31,7 +32,7 @@ _NAMED_CODES = {"bcast": BCAST_NAMES, "pfact": FACT_NAMES, "rfact": FACT_NAMES, 
 _TOP_FIELDS = {"name", "description", "hpl", "ranks", "seeds", "platform", "model", "timeout"}
 _PLATFORM_FIELDS = {"path", "ranks_per_host", "variations"}
 _PLATFORM_VARIATION_FIELDS = {"name", "bandwidth", "latency", "loopback_bandwidth", "nodes", "topology",
-                              "fat_tree", "sharing_policy"}
+                              "fat_tree", "sharing_policy", "iprobe_reports"}
 _MODEL_FIELDS = {"path", "variations"}
 _MODEL_VARIATION_FIELDS = {"name", "speed", "drop_slowest", "noise"}
 MAX_VALUES = 10_000  # per list: a typo in a range should fail here, not fill the disk
@@ -58,6 +59,7 @@ class PlatformVariation:
     topology: str | None = None
     fat_tree: str | None = None
     sharing_policy: str | None = None
+    iprobe_reports: str | None = None  # what MPI_Iprobe reports (docs/formats/platform.md)
 
     @property
     def is_base(self) -> bool:
@@ -297,6 +299,11 @@ def _platform_variation(raw: Any, source: str, where: str) -> PlatformVariation:
             raise _fail(source, f"{where}.sharing_policy", f"{doc['sharing_policy']!r} is not SHARED, "
                                                             "SPLITDUPLEX or FATPIPE")
         fields["sharing_policy"] = policy
+    if doc.get("iprobe_reports") is not None:
+        if doc["iprobe_reports"] not in IPROBE_REPORTS:
+            raise _fail(source, f"{where}.iprobe_reports", f"{doc['iprobe_reports']!r} is not "
+                                                            f"{' or '.join(IPROBE_REPORTS)}")
+        fields["iprobe_reports"] = doc["iprobe_reports"]
     name = str(doc["name"]) if doc.get("name") is not None else _variation_name(fields)
     return PlatformVariation(name=name, **fields)
 

@@ -238,6 +238,8 @@ def vary_platform(base: _BasePlatform, v: PlatformVariation, where: str) -> Plat
     else:
         p = platform_from_xml(_vary_xml(base.xml or "", v, where), base.platform.label, base.ranks_per_host)
     p.label = base.platform.label
+    if v.iprobe_reports is not None:  # not in SimGrid's XML: set on the platform itself
+        p = dataclasses.replace(p, iprobe_reports=v.iprobe_reports)
     return p
 
 
