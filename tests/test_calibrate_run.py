@@ -235,6 +235,17 @@ def test_fitting_stage_reads_our_archives_and_dahu(docs: DocRun, dahu_dir: Path)
     assert {"m", "n", "k", "cpu", "duration"} <= set(head.columns) <= set(BLAS_COLUMNS) | {"jobid", "expfile", "node"}
 
 
+def test_network_fit_of_our_archive_writes_the_probe_semantics(docs: DocRun, tmp_path: Path) -> None:
+    out = tmp_path / "net.yaml"
+    r = subprocess.run([sys.executable, "-m", "hplsim.cli", "fit", str(docs.dir / "m.zip"), "--network",
+                        "--bandwidth", "10GBps", "--latency", "1us", "-o", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(out.read_text())
+    assert doc["mpi"] == {"iprobe_reports": "progressed"} and "smpi/bw-factor" in doc["smpi"]
+    assert "probes late (median): iprobe_reports progressed" in r.stdout + r.stderr
+
+
 def test_archive_doc_python_example(docs: DocRun, monkeypatch: pytest.MonkeyPatch) -> None:
     text = (REPO / "docs" / "formats" / "archive.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
