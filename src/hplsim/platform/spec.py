@@ -197,6 +197,17 @@ def _positive_int(doc: Mapping, key: str, default: int | None = None) -> int | N
     return value
 
 
+def _section(doc: Mapping, key: str, fields: set[str], source: str) -> Mapping:
+    """A sub-mapping of the spec (network, mpi), its fields checked."""
+    section = doc.get(key) or {}
+    if not isinstance(section, Mapping):
+        raise HplsimError(f"platform spec {source}: '{key}' must be a mapping")
+    unknown = set(section) - fields
+    if unknown:
+        raise HplsimError(f"platform spec {source}: unknown {key} field(s) {', '.join(sorted(map(str, unknown)))}")
+    return section
+
+
 def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
     if not isinstance(doc, Mapping):
         raise HplsimError(f"platform spec {source}: top level must be a mapping")
@@ -207,12 +218,7 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
         raise HplsimError(f"platform spec {source}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     if "nodes" not in doc:
         raise HplsimError(f"platform spec {source}: 'nodes' is required")
-    net = doc.get("network") or {}
-    if not isinstance(net, Mapping):
-        raise HplsimError(f"platform spec {source}: 'network' must be a mapping")
-    unknown = set(net) - _NETWORK_FIELDS
-    if unknown:
-        raise HplsimError(f"platform spec {source}: unknown network field(s) {', '.join(sorted(map(str, unknown))) }")
+    net = _section(doc, "network", _NETWORK_FIELDS, source)
     topology = net.get("topology", "star")
     if topology not in TOPOLOGIES:
         raise HplsimError(f"platform spec {source}: topology must be one of {', '.join(TOPOLOGIES)}")
@@ -230,12 +236,7 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
 
     for key, value in smpi.items():
         check_smpi_option(str(key), str(value), source)
-    mpi = doc.get("mpi") or {}
-    if not isinstance(mpi, Mapping):
-        raise HplsimError(f"platform spec {source}: 'mpi' must be a mapping")
-    unknown = set(mpi) - _MPI_FIELDS
-    if unknown:
-        raise HplsimError(f"platform spec {source}: unknown mpi field(s) {', '.join(sorted(map(str, unknown)))}")
+    mpi = _section(doc, "mpi", _MPI_FIELDS, source)
     iprobe_reports = str(mpi.get("iprobe_reports", "arrived"))
     if iprobe_reports not in IPROBE_REPORTS:
         raise HplsimError(f"platform spec {source}: mpi: iprobe_reports must be one of {', '.join(IPROBE_REPORTS)}")
