@@ -24,7 +24,7 @@ from _common import reference_dir, write_json  # noqa: E402
 
 from hplsim.errors import HplsimError  # noqa: E402
 from hplsim.models.modelfile import load_model, save_model  # noqa: E402
-from hplsim.platform.spec import load_platform  # noqa: E402
+from hplsim.platform.spec import IPROBE_REPORTS, load_platform  # noqa: E402
 from hplsim.predict import ModelSource, predict  # noqa: E402
 from hplsim.presets import get_preset  # noqa: E402
 
@@ -49,7 +49,7 @@ def main() -> None:
                     choices=["stochastic", "deterministic"])
     ap.add_argument("--data", help="folder holding dahu/ (default ../shared/data)")
     ap.add_argument("--json", help="write the rows to this JSON file")
-    ap.add_argument("--iprobe-reports", choices=["arrived", "progressed"], default="arrived",
+    ap.add_argument("--iprobe-reports", choices=IPROBE_REPORTS, default="arrived",
                     help="what-if: which messages MPI_Iprobe reports (docs/formats/platform.md); Dahu's "
                          "calibration did not measure it, the published platform is 'arrived'")
     args = ap.parse_args()
