@@ -106,6 +106,38 @@ def test_run_real_repeat_archive(tmp_path):
 
 
 @two_cores
+def test_run_real_probe_brackets_every_run(tmp_path):
+    """--probe measures the machine's dgemm speed before the first run and after each: a
+    chain (one run's after is the next one's before), at a rate an independent dgemm
+    (numpy's, one core) confirms; without --probe the columns stay empty."""
+    out = tmp_path / "real.zip"
+    r = run_cli("run-real", "-N", 1000, "--nb", 64, "-P", 1, "-Q", 2, "--repeat", 3, "--probe", "--out", out,
+                "--json", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    a = read_archive(out)
+    t = a.table("hpl").sort_values("order")
+    before, after = t["probe_before_gflops"].to_numpy(), t["probe_after_gflops"].to_numpy()
+    assert len(t) == 3 and list(before[1:]) == list(after[:-1])
+    reference = dgemm_rate_per_core()
+    assert ((before > 0.4 * reference) & (before < 1.3 * reference)).all(), (before, reference)
+    assert a.metadata["probe"]["cores"] == available_cores()[:2] and a.metadata["probe"]["k"] == 128
+    runs = json.loads(r.stdout)[0]["runs"]
+    assert [x["probe_after_gflops"] for x in runs] == list(after)
+
+    plain = tmp_path / "plain.zip"
+    assert run_cli("run-real", "-N", 600, "--nb", 32, "-P", 1, "-Q", 2, "--out", plain, cwd=tmp_path).returncode == 0
+    p = read_archive(plain)
+    assert p.table("hpl")["probe_before_gflops"].isna().all() and p.metadata["probe"] is None
+
+
+@two_cores
+def test_run_real_probe_is_local_only(tmp_path):
+    (tmp_path / "hosts").write_text("localhost slots=2\n")
+    assert_one_line_error(run_cli("run-real", "-N", 600, "--nb", 32, "-P", 1, "-Q", 2, "--hostfile", "hosts",
+                                  "--probe", cwd=tmp_path), "--probe runs on this host only")
+
+
+@two_cores
 def test_run_real_reads_an_hpl_dat_and_threshold(tmp_path):
     from hplsim.hpl.config import HplParams
     from hplsim.hpl.hpldat import write_hpl_dat

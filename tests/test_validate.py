@@ -73,6 +73,11 @@ def test_validate_tiny_end_to_end(tmp_path):
     drift = summary["calibration_drift"]
     assert drift["kernel"] == "dgemm" and drift["shapes"] >= 10 and abs(drift["median_pct"]) < 100
     assert "machine drift" in r.stdout
+    # the machine probe: around the calibration (the reference) and around every real run
+    probe = summary["machine_probe"]
+    assert len(probe["calibration"]) == 2 and probe["reference"] > 0 and probe["runs"] == 2
+    assert table["machine_speed_pct"].notna().all() and (table["machine_speed_pct"].abs() < 100).all()
+    assert "machine probe" in r.stdout
 
     # --reuse: nothing is measured again, the same real runs are read back
     r2 = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 1, "--quick",
@@ -82,6 +87,7 @@ def test_validate_tiny_end_to_end(tmp_path):
     assert "measuring dgemm again" not in r2.stderr
     doc = json.loads(r2.stdout)
     assert [row["real_gflops_median"] for row in doc["rows"]] == list(table["real_gflops_median"])
+    assert [row["machine_speed_pct"] for row in doc["rows"]] == list(table["machine_speed_pct"])
 
 
 def test_calibration_drift_compares_the_same_call_shapes(tmp_path):
@@ -95,6 +101,39 @@ def test_calibration_drift_compares_the_same_call_shapes(tmp_path):
     d = calibration_drift(tmp_path / "before.csv", tmp_path / "after.csv")
     assert d["shapes"] == 8
     assert d["median_pct"] == pytest.approx(10.0) and d["q25_pct"] == pytest.approx(10.0)
+
+
+def test_steady_runs_are_judged_against_the_calibrated_machine():
+    """A real run met the calibrated machine when the probes around it were within
+    STEADY_PCT of the calibration's; the steady summary judges each configuration on those
+    runs only and leaves out configurations without one."""
+    from hplsim.real.run import RealResult, RealRun
+    from hplsim.real.validate import STEADY_PCT, Report, Row, format_summary, format_table
+
+    assert STEADY_PCT == 3.0
+    c, d = HplConfig(n=5000, nb=64, p=2, q=1), HplConfig(n=10000, nb=64, p=2, q=1)
+
+    def run(config, gflops, before, after):
+        return RealRun(config, 0, 0, 1.0, gflops, 1e-3, "PASSED", 1.0, 0.0, 0.1, 0.0, before, after)
+
+    # reference 50 Gflops/core: a run at −20 %, one at −1 % (49 and 50 around it), one at +2.5 %
+    row = Row(c, 71.0, 1.0, 0.1, RealResult(c, [run(c, 60.0, 40.0, 40.0), run(c, 70.0, 49.0, 50.0),
+                                                run(c, 72.0, 51.0, 51.5)]), reference=50.0)
+    assert row.machine_pct == pytest.approx(-1.0)
+    assert [r.gflops for r in row.steady_runs] == [70.0, 72.0]
+    assert row.error_pct == pytest.approx(100 * (71 / 70 - 1))
+    assert row.steady_error_pct == pytest.approx(0.0)
+    slow = Row(d, 80.0, 1.0, 0.1, RealResult(d, [run(d, 60.0, 40.0, 41.0)]), reference=50.0)
+    assert slow.steady_runs == [] and slow.steady_error_pct is None
+    unknown = Row(d, 80.0, 1.0, 0.1, RealResult(d, [run(d, 60.0, None, None)]), reference=50.0)
+    assert unknown.machine_pct is None and unknown.steady_runs == []
+
+    report = Report([row, slow], Path("."))
+    assert report.summary(5000)["configurations"] == 2
+    steady = report.summary(5000, steady_only=True)
+    assert steady["configurations"] == 1 and steady["runs"] == 2 and steady["max_abs_error_pct"] == 0.0
+    assert "judged on the runs that met the calibrated machine" in format_summary(report)
+    assert "-1.0%" in format_table([row]) and "-19.0%" in format_table([slow])
 
 
 @needs_tools

@@ -51,6 +51,10 @@ def format_results(results: list[RealResult]) -> str:
 @click.option("--trace", is_flag=True,
               help="Run the traced HPL: every kernel call the emulation models is timed and archived "
                    "(results/kernels.csv; needs --out, local runs only).")
+@click.option("--probe", is_flag=True,
+              help="Measure the machine's dgemm speed (a fixed 0.3 s workload on the ranks' cores) before "
+                   "the first run and after every run, and archive it with each run: which runs met a slow "
+                   "machine (local runs only; docs/validate.md).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON list, one object per configuration (gflops and time_s are medians).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages on stderr.")
@@ -76,9 +80,17 @@ def run_real(**opts) -> None:
     if opts["timeout"] is not None and opts["timeout"] <= 0:
         raise HplsimError("--timeout must be positive")
     say = None if opts["quiet"] else (lambda msg: click.echo(f"hplsim: {msg}", err=True))
-    done = real_run.run_real(params.configs(), launch, repeat=opts["repeat"], out=opts["out"], threshold=threshold,
-                    timeout=opts["timeout"], shuffle=opts["shuffle"], seed=opts["seed"], progress=say,
-                             trace=opts["trace"])
+    configs = params.configs()
+    probe = None
+    if opts["probe"]:
+        from hplsim.real.probe import MachineProbe
+
+        if launch.kind != "local":
+            raise HplsimError("--probe runs on this host only (it measures this host's cores)")
+        probe = MachineProbe(real_run.available_cores()[:max(c.ranks for c in configs)], opts["seed"])
+    done = real_run.run_real(configs, launch, repeat=opts["repeat"], out=opts["out"], threshold=threshold,
+                             timeout=opts["timeout"], shuffle=opts["shuffle"], seed=opts["seed"], progress=say,
+                             trace=opts["trace"], probe=probe)
     if opts["as_json"]:
         json.dump([r.to_dict() for r in done.results], sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -34,7 +34,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pandas as pd
 
@@ -45,6 +45,9 @@ from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import write_hpl_dat
 from hplsim.hpl.output import FAILED, SKIPPED, error_lines, expect_result
 from hplsim.sysinfo import mem_available
+
+if TYPE_CHECKING:
+    from hplsim.real.probe import MachineProbe
 
 LAUNCHERS = ("auto", "local", "mpirun", "srun")
 DEFAULT_TIMEOUT_S = 24 * 3600.0
@@ -200,12 +203,22 @@ class RealRun:
     start: float  # Unix time
     load_before: float | None  # 1-minute load average when the run started
     other_load: float | None = None  # cores kept busy by other processes during the run (mean)
+    probe_before: float | None = None  # the machine's speed just before the run (Gflops/core, probe.py)
+    probe_after: float | None = None  # ... and just after it
+
+    @property
+    def probe(self) -> float | None:
+        """The machine's speed around the run: the mean of the probes before and after."""
+        if self.probe_before is None or self.probe_after is None:
+            return None
+        return (self.probe_before + self.probe_after) / 2
 
     def row(self) -> dict[str, Any]:
         return {"order": self.order, "repetition": self.repetition, "label": self.config.label(),
                 **self.config.as_dict(), "time_s": self.time_s, "gflops": self.gflops, "residual": self.residual,
                 "residual_check": self.residual_check, "wall_s": self.wall_s, "start": self.start,
-                "load_before": self.load_before, "other_load": self.other_load}
+                "load_before": self.load_before, "other_load": self.other_load,
+                "probe_before_gflops": self.probe_before, "probe_after_gflops": self.probe_after}
 
 
 @dataclass
@@ -243,7 +256,8 @@ class RealResult:
             "repetitions": len(self.runs), "gflops_min": self.gflops_min, "gflops_max": self.gflops_max,
             "runs": [{"repetition": r.repetition, "gflops": r.gflops, "time_s": r.time_s, "residual": r.residual,
                       "residual_check": r.residual_check, "wall_s": r.wall_s, "load_before": r.load_before,
-                      "other_load": r.other_load}
+                      "other_load": r.other_load, "probe_before_gflops": r.probe_before,
+                      "probe_after_gflops": r.probe_after}
                      for r in self.runs],
             "hplsim_version": __version__,
         }
@@ -372,6 +386,7 @@ def run_real(
     progress: Callable[[str], None] | None = None,
     extra_env: dict[str, str] | None = None,
     trace: bool = False,
+    probe: "MachineProbe | None" = None,
 ) -> RealRunSet:
     """Run every configuration `repeat` times; write the archive `out` (if given); return
     the results by configuration (in the order given). Raises `RealRunError` at the first
@@ -380,6 +395,9 @@ def run_real(
     trace: run the traced HPL (`hplsim.real.trace`): every kernel call the emulation
     models is timed and returned (and archived as results/kernels.csv), tagged with the
     run's ``order``. Local runs only (each rank writes its trace file on its host).
+
+    probe: measure the machine's speed (`hplsim.real.probe`) before the first run and after
+    every run, so that each run knows the speed of the machine it met. Local runs only.
     """
     from hplsim.hpl.build import REAL, hpl_binary
 
@@ -389,6 +407,8 @@ def run_real(
     launch = launch or Launch.choose()
     if trace and launch.kind != "local":
         raise HplsimError("--trace runs on this host only (each rank writes its trace on its own host)")
+    if probe is not None and launch.kind != "local":
+        raise HplsimError("--probe runs on this host only (it measures this host's cores)")
     check_configs(configs, launch)
     if binary is None:
         if trace:
@@ -428,6 +448,7 @@ def run_real(
     with tempfile.TemporaryDirectory(prefix=".hplsim-real-", dir=parent) as tmp:
         work = Path(tmp)
         try:
+            speed = probe.measure() if probe is not None and plan else None
             for order, (r, i) in enumerate(plan):
                 config = configs[i]
                 write_hpl_dat(HplParams.from_config(config, threshold=threshold), work / "HPL.dat")
@@ -461,8 +482,9 @@ def run_real(
                     status, reason = "aborted", fail
                     error = RealRunError(fail)
                     break
+                before, speed = speed, (probe.measure() if probe is not None else None)
                 run = RealRun(config, r, order, res.time_s, res.gflops, res.residual, res.residual_check,
-                              o.end - o.start, o.start, load, other_load)
+                              o.end - o.start, o.start, load, other_load, before, speed)
                 runs.append(run)
                 results[i].runs.append(run)
                 if trace:
@@ -477,13 +499,13 @@ def run_real(
             status, reason = "aborted", "interrupted"
             if out is not None:
                 _write_archive(out, configs, runs, outputs, log, launch, binary, threshold, repeat, shuffle, seed,
-                               start_time, status, reason, _concat(traces) if trace else None)
+                               start_time, status, reason, _concat(traces) if trace else None, probe)
             raise
     kernels = _concat(traces) if trace else None
     archive = None
     if out is not None:
         archive = _write_archive(out, configs, runs, outputs, log, launch, binary, threshold, repeat, shuffle, seed,
-                                 start_time, status, reason, kernels)
+                                 start_time, status, reason, kernels, probe)
     if error is not None:
         if archive is not None:
             raise RealRunError(f"{error} (archive {archive}, status aborted)")
@@ -501,14 +523,16 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun], outputs: dict[str, str],
                    log: Any, launch: Launch, binary: Path, threshold: float, repeat: int, shuffle: bool, seed: int,
-                   start_time: str, status: str, reason: str | None, kernels: pd.DataFrame | None = None) -> Path:
+                   start_time: str, status: str, reason: str | None, kernels: pd.DataFrame | None = None,
+                   probe: "MachineProbe | None" = None) -> Path:
     from hplsim.calibrate import metadata as md
     from hplsim.calibrate.archive import ArchiveWriter
     from hplsim.hpl.hpldat import format_hpl_dat
 
     w = ArchiveWriter()
     columns = ["order", "repetition", "label", *HplConfig.__dataclass_fields__, "time_s", "gflops", "residual",
-               "residual_check", "wall_s", "start", "load_before", "other_load"]
+               "residual_check", "wall_s", "start", "load_before", "other_load", "probe_before_gflops",
+               "probe_after_gflops"]
     w.add_table("results/hpl.csv", pd.DataFrame([r.row() for r in runs], columns=columns))
     if kernels is not None:
         w.add_table("results/kernels.csv", kernels)
@@ -537,6 +561,7 @@ def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun],
         "run": {**launch.metadata(), "binary": str(binary), "rank_environment": RANK_ENV,
                 "argv_example": launch.argv(max(c.ranks for c in configs), binary)},
         "traced": kernels is not None,
+        "probe": probe.describe() if probe is not None else None,
         "hpl": {"configurations": len(configs), "repeat": repeat, "shuffled": shuffle, "seed": seed,
                 "threshold": threshold, "hpl_dat": "HPL.dat lists every configuration; each run used an HPL.dat "
                                                     "holding its configuration only"},

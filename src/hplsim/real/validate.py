@@ -45,6 +45,10 @@ from hplsim.real.run import DEFAULT_TIMEOUT_S, Launch, RealResult, RealRun, avai
 TARGET_MEDIAN_PCT, TARGET_MAX_PCT, TARGET_MIN_N = 3.0, 8.0, 5000
 #: a configuration is "quiet" when no other process used this much CPU during its runs
 QUIET_LOAD = 0.1
+#: a real run "met the calibrated machine" when the machine probes around it (probe.py) were
+#: within this many percent of the probes around the calibration; about twice the probe's
+#: own run-to-run scatter on a steady machine (lab notebook E19)
+STEADY_PCT = 3.0
 
 
 def default_configs() -> list[HplConfig]:
@@ -90,10 +94,37 @@ class Row:
     predicted_time_s: float
     sim_wall_s: float
     real: RealResult
+    reference: float | None = None  # the machine probe around the calibration (Gflops/core)
 
     @property
     def error_pct(self) -> float:
         return 100.0 * (self.predicted_gflops / self.real.gflops - 1.0)
+
+    def _speed(self, run: RealRun) -> float | None:
+        """The machine's speed around a run relative to the calibration's (1.0: the same)."""
+        if self.reference is None or run.probe is None:
+            return None
+        return run.probe / self.reference
+
+    @property
+    def machine_pct(self) -> float | None:
+        """The machine's speed during the real runs (median) against the calibration's, in %."""
+        speeds = [s for s in map(self._speed, self.real.runs) if s is not None]
+        return 100.0 * (statistics.median(speeds) - 1.0) if speeds else None
+
+    @property
+    def steady_runs(self) -> list[RealRun]:
+        """The real runs that met the machine the models were fitted on (within STEADY_PCT)."""
+        return [r for r in self.real.runs
+                if (s := self._speed(r)) is not None and abs(s - 1.0) <= STEADY_PCT / 100]
+
+    @property
+    def steady_error_pct(self) -> float | None:
+        """Error against the median of the steady runs only (None without one)."""
+        runs = self.steady_runs
+        if not runs:
+            return None
+        return 100.0 * (self.predicted_gflops / statistics.median(r.gflops for r in runs) - 1.0)
 
     @property
     def spread_pct(self) -> float:
@@ -125,6 +156,8 @@ class Row:
             "real_runs": len(self.real.runs), "real_residual_check": self.real.residual_check,
             "error_pct": self.error_pct, "spread_pct": self.spread_pct, "within_real_range": self.within,
             "other_load_max": self.other_load, "quiet": self.quiet, "sim_wall_s": self.sim_wall_s,
+            "machine_speed_pct": self.machine_pct, "steady_runs": len(self.steady_runs),
+            "steady_error_pct": self.steady_error_pct,
         }
 
 
@@ -137,20 +170,29 @@ class Report:
     notes: list[str] = field(default_factory=list)
     load: dict[str, Any] = field(default_factory=dict)
     drift: dict[str, Any] = field(default_factory=dict)  # dgemm re-measured after the real runs
+    probe: dict[str, Any] = field(default_factory=dict)  # the machine probes (probe.py)
 
-    def summary(self, min_n: int = 0, quiet_only: bool = False) -> dict[str, Any]:
-        rows = [r for r in self.rows if r.config.n >= min_n and (r.quiet or not quiet_only)]
+    def summary(self, min_n: int = 0, quiet_only: bool = False, steady_only: bool = False) -> dict[str, Any]:
+        """steady_only: each configuration judged on its real runs that met the calibrated
+        machine (`Row.steady_runs`); configurations without one are left out."""
+        rows = [r for r in self.rows if r.config.n >= min_n and (r.quiet or not quiet_only)
+                and (r.steady_runs or not steady_only)]
         if not rows:
             return {"configurations": 0}
-        errs = [abs(r.error_pct) for r in rows]
+        signed = [e for r in rows if (e := r.steady_error_pct if steady_only else r.error_pct) is not None]
+        errs = [abs(e) for e in signed]
         spreads = [r.spread_pct for r in rows]
-        return {
+        out = {
             "configurations": len(rows), "min_n": min_n,
             "median_abs_error_pct": statistics.median(errs), "max_abs_error_pct": max(errs),
-            "mean_error_pct": statistics.fmean(r.error_pct for r in rows),
+            "mean_error_pct": statistics.fmean(signed),
             "within_real_range": sum(r.within for r in rows),
             "median_spread_pct": statistics.median(spreads), "max_spread_pct": max(spreads),
         }
+        if steady_only:
+            out["runs"] = sum(len(r.steady_runs) for r in rows)
+            out["steady_pct"] = STEADY_PCT
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         target = self.summary(TARGET_MIN_N)
@@ -158,9 +200,10 @@ class Report:
             "rows": [r.record() for r in self.rows], "summary": self.summary(),
             f"summary_n_ge_{TARGET_MIN_N}": target,
             f"summary_n_ge_{TARGET_MIN_N}_quiet": self.summary(TARGET_MIN_N, quiet_only=True),
+            f"summary_n_ge_{TARGET_MIN_N}_steady": self.summary(TARGET_MIN_N, steady_only=True),
             "target": {"median_abs_error_pct": TARGET_MEDIAN_PCT, "max_abs_error_pct": TARGET_MAX_PCT,
                        "min_n": TARGET_MIN_N},
-            "stages_s": self.stages, "load": self.load, "calibration_drift": self.drift,
+            "stages_s": self.stages, "load": self.load, "calibration_drift": self.drift, "machine_probe": self.probe,
             "notes": self.notes, "files": self.files,
             "host": socket.gethostname(),
         }
@@ -168,15 +211,17 @@ class Report:
 
 def format_table(rows: Sequence[Row]) -> str:
     head = (f"{'configuration':<32}{'predicted':>10}{'real median':>12}{'[min – max]':>20}{'spread':>8}"
-            f"{'error':>9}{'others':>8}")
+            f"{'error':>9}{'others':>8}{'machine':>9}")
     lines = [head, "-" * len(head)]
     for r in rows:
         rng = f"[{r.real.gflops_min:.4g} – {r.real.gflops_max:.4g}]"
         others = f"{r.other_load:.2f}" if r.other_load is not None else "-"
+        machine = f"{r.machine_pct:+.1f}%" if r.machine_pct is not None else "-"
         lines.append(f"{describe(r.config):<32}{r.predicted_gflops:>10.4g}{r.real.gflops:>12.4g}{rng:>20}"
-                     f"{r.spread_pct:>7.1f}%{r.error_pct:>+8.1f}%{others:>8}")
+                     f"{r.spread_pct:>7.1f}%{r.error_pct:>+8.1f}%{others:>8}{machine:>9}")
     lines.append("(Gflops; spread = (max − min) / median of the real runs; error = predicted / real median − 1; "
-                 "others = most cores other processes kept busy during one of the real runs)")
+                 "others = most cores other processes kept busy during one of the real runs; machine = the "
+                 "machine's dgemm speed around the real runs against the calibration's, median)")
     return "\n".join(lines)
 
 
@@ -196,6 +241,12 @@ def format_summary(report: Report) -> str:
         lines.append(f"N >= {TARGET_MIN_N}, configurations whose runs had the machine to themselves "
                      f"({quiet['configurations']}): median |error| {quiet['median_abs_error_pct']:.1f} %, "
                      f"max {quiet['max_abs_error_pct']:.1f} %, mean error {quiet['mean_error_pct']:+.1f} %")
+    steady = report.summary(TARGET_MIN_N, steady_only=True)
+    if steady["configurations"]:
+        lines.append(f"N >= {TARGET_MIN_N}, judged on the runs that met the calibrated machine (probe within "
+                     f"±{STEADY_PCT:g} %; {steady['runs']} runs of {steady['configurations']} configurations): "
+                     f"median |error| {steady['median_abs_error_pct']:.1f} %, max {steady['max_abs_error_pct']:.1f} %, "
+                     f"mean error {steady['mean_error_pct']:+.1f} %")
     if report.summary(TARGET_MIN_N)["configurations"]:
         s = report.summary(TARGET_MIN_N)
         ok = s["median_abs_error_pct"] <= TARGET_MEDIAN_PCT and s["max_abs_error_pct"] <= TARGET_MAX_PCT
@@ -206,6 +257,12 @@ def format_summary(report: Report) -> str:
         lines.append(f"machine drift: the calibration's {d['kernel']} calls, measured again after the real runs, "
                      f"changed duration by {d['median_pct']:+.1f} % (median over {d['shapes']} shapes; quartiles "
                      f"{d['q25_pct']:+.1f} … {d['q75_pct']:+.1f} %)")
+    if report.probe.get("runs"):
+        pr = report.probe
+        ref = (f"; calibration {pr['reference']:.4g}: real runs {pr['runs_median_pct']:+.1f} % (median), "
+               f"{pr['runs_min_pct']:+.1f} … {pr['runs_max_pct']:+.1f} %" if pr.get("reference") else "")
+        lines.append(f"machine probe (dgemm {pr['shape']}, Gflops per core): real runs median {pr['runs_median']:.4g}"
+                     f"{ref}")
     if report.load.get("runs"):
         lines.append(f"other processes during the real runs: {report.load['disturbed_runs']} of {report.load['runs']} "
                      f"runs shared the machine (>= {QUIET_LOAD} core busy); median {report.load['other_median']:.2f}, "
@@ -218,6 +275,11 @@ def format_summary(report: Report) -> str:
 
 def _say(progress: Callable[[str], None] | None) -> Callable[[str], None]:
     return progress or (lambda msg: None)
+
+
+def _number(row: Any, column: str) -> float | None:
+    v = row.get(column, float("nan"))
+    return None if pd.isna(v) else float(v)
 
 
 def _results_from_archive(path: Path, configs: Sequence[HplConfig], repeat: int) -> list[RealResult] | None:
@@ -243,7 +305,8 @@ def _results_from_archive(path: Path, configs: Sequence[HplConfig], repeat: int)
                                     None if pd.isna(r.residual) else float(r.residual), str(r.residual_check),
                                     float(r.wall_s), float(r.start),
                                     None if pd.isna(r.load_before) else float(r.load_before),
-                                    None if pd.isna(r.get("other_load", float("nan"))) else float(r.other_load)))
+                                    _number(r, "other_load"), _number(r, "probe_before_gflops"),
+                                    _number(r, "probe_after_gflops")))
         out.append(res)
     return out
 
@@ -265,6 +328,7 @@ def validate_local(
     from hplsim.platform.spec import load_platform
     from hplsim.predict import ModelSource, predict
     from hplsim.real import calibration as cal
+    from hplsim.real.probe import PROBE_SHAPE, MachineProbe
     from hplsim.real.run import run_real
 
     say = _say(progress)
@@ -305,6 +369,12 @@ def validate_local(
     def have(path: Path) -> bool:
         return reuse and path.exists()
 
+    # the machine's speed, measured around the calibration and around every real run, tells
+    # which real runs met the machine the models were fitted on (E19)
+    probe = MachineProbe(cores, seed)
+    probe_file = caldir / "probe.json"
+    reference: float | None = None
+
     # 1-2. kernels: calibrate and fit
     calibrated_here = model_path is None
     if model_path is None:
@@ -312,7 +382,19 @@ def validate_local(
         blas = {f: caldir / f"{f}.zip" for f in ("dgemm", "dtrsm")}
         if not all(have(p) for p in blas.values()):
             with stage(f"calibrating dgemm and dtrsm on cores {','.join(map(str, cores))}"):
+                before = probe.measure()
                 blas = cal.calibrate_blas_for(configs, caldir, cores, seed, settings)
+                after = probe.measure()
+            probe_file.write_text(json.dumps({**probe.describe(), "before_calibration": before,
+                                              "after_calibration": after}, indent=1) + "\n")
+        if probe_file.exists():
+            cal_probe = json.loads(probe_file.read_text())
+            reference = (cal_probe["before_calibration"] + cal_probe["after_calibration"]) / 2
+            report.probe.update(calibration=[cal_probe["before_calibration"], cal_probe["after_calibration"]],
+                                reference=reference)
+        else:
+            report.notes.append("calibration reused without its machine probe (calibration/probe.json): "
+                                "the real runs' machine speed is not compared with the calibration's")
         trace = caldir / "trace.zip"
         if not have(trace):
             tconfigs = cal.trace_configs(configs, settings.trace_n)
@@ -368,7 +450,7 @@ def validate_local(
     if results is None:
         with stage(f"running the real HPL: {len(configs)} configuration(s) x {repeat} (interleaved, shuffled)"):
             done = run_real(configs, launch, repeat=repeat, out=real_path, shuffle=True, seed=seed,
-                            timeout=timeout, progress=progress)
+                            timeout=timeout, progress=progress, probe=probe)
         results = done.results
     report.files["real"] = str(real_path)
 
@@ -388,10 +470,19 @@ def validate_local(
         report.load.update({"other_median": statistics.median(others), "other_max": max(others),
                             "disturbed_runs": sum(o >= QUIET_LOAD for o in others), "runs": len(others)})
 
+    speeds = [r.probe for res in results for r in res.runs if r.probe is not None]
+    if speeds:
+        m, n, k = PROBE_SHAPE
+        report.probe.update(shape=f"m={m} n={n} k={k}", runs=len(speeds), runs_median=statistics.median(speeds),
+                            runs_min=min(speeds), runs_max=max(speeds))
+        if reference:
+            report.probe.update({f"runs_{w}_pct": 100.0 * (report.probe[f"runs_{w}"] / reference - 1.0)
+                                 for w in ("median", "min", "max")})
+
     # 6. compare
     for c, res in zip(configs, results):
         p = predictions[c]
-        report.rows.append(Row(c, p.gflops, p.time_s, p.sim_wall_s, res))
+        report.rows.append(Row(c, p.gflops, p.time_s, p.sim_wall_s, res, reference))
     write_report(report)
     return report
 
