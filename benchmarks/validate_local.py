@@ -4,8 +4,10 @@ on the default configuration set of `hplsim validate` (34 configurations, N = 50
 P×Q = 1×2 and 2×1; see docs/validate.md), real runs repeated 3 times.
 
 Target (issue 5): median |error| <= 3 % and max <= 8 % for N >= 5000, with the spread of
-the real runs reported next to the error. The machine is shared: the load average is
-recorded before every real run and printed with the table.
+the real runs reported next to the error. The machine is shared and virtual: other
+processes' CPU use is recorded during every real run, and the machine's dgemm speed is
+probed around the calibration and around every real run (lab notebook E19), so that the
+summary can also judge the model on the runs that met the machine it was fitted on.
 
     .venv/bin/python benchmarks/validate_local.py [--out DIR] [--repeat 3] [--reuse] [--json FILE]
 """

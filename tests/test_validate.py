@@ -8,6 +8,7 @@ import json
 import re
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +76,8 @@ def test_validate_tiny_end_to_end(tmp_path):
     assert "machine drift" in r.stdout
     # the machine probe: around the calibration (the reference) and around every real run
     probe = summary["machine_probe"]
-    assert len(probe["calibration"]) == 2 and probe["reference"] > 0 and probe["runs"] == 2
+    assert len(probe["calibration"]) == 6 and probe["runs"] == 2
+    assert probe["reference"] == pytest.approx(statistics.median(probe["calibration"])) and probe["reference"] > 0
     assert table["machine_speed_pct"].notna().all() and (table["machine_speed_pct"].abs() < 100).all()
     assert "machine probe" in r.stdout
 

@@ -49,6 +49,8 @@ QUIET_LOAD = 0.1
 #: within this many percent of the probes around the calibration; about twice the probe's
 #: own run-to-run scatter on a steady machine (lab notebook E19)
 STEADY_PCT = 3.0
+#: probes taken before, and again after, the kernel calibration; their median is the reference
+REFERENCE_PROBES = 3
 
 
 def default_configs() -> list[HplConfig]:
@@ -382,16 +384,17 @@ def validate_local(
         blas = {f: caldir / f"{f}.zip" for f in ("dgemm", "dtrsm")}
         if not all(have(p) for p in blas.values()):
             with stage(f"calibrating dgemm and dtrsm on cores {','.join(map(str, cores))}"):
-                before = probe.measure()
+                before = [probe.measure() for _ in range(REFERENCE_PROBES)]
                 blas = cal.calibrate_blas_for(configs, caldir, cores, seed, settings)
-                after = probe.measure()
+                after = [probe.measure() for _ in range(REFERENCE_PROBES)]
             probe_file.write_text(json.dumps({**probe.describe(), "before_calibration": before,
                                               "after_calibration": after}, indent=1) + "\n")
         if probe_file.exists():
             cal_probe = json.loads(probe_file.read_text())
-            reference = (cal_probe["before_calibration"] + cal_probe["after_calibration"]) / 2
-            report.probe.update(calibration=[cal_probe["before_calibration"], cal_probe["after_calibration"]],
-                                reference=reference)
+            taken = [*cal_probe["before_calibration"], *cal_probe["after_calibration"]]
+            # a median: one probe caught in a dip (E19 saw 28 against 50) must not move the reference
+            reference = statistics.median(taken)
+            report.probe.update(calibration=taken, reference=reference)
         else:
             report.notes.append("calibration reused without its machine probe (calibration/probe.json): "
                                 "the real runs' machine speed is not compared with the calibration's")
@@ -517,8 +520,17 @@ def plot_report(report: Report, path: Path) -> None:
 
     rows = report.rows
     x = list(range(len(rows)))
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6.0, 0.45 * len(rows) + 2), 7), sharex=True,
-                                      gridspec_kw={"height_ratios": [3, 2]})
+    timeline = [(run.start, 100 * (run.gflops / r.predicted_gflops - 1), 100 * (run.probe / r.reference - 1))
+                for r in rows if r.reference for run in r.real.runs if run.probe is not None]
+    width = max(6.0, 0.45 * len(rows) + 2)
+    if timeline:
+        fig, (top, bottom, machine) = plt.subplots(3, 1, figsize=(width, 10), layout="constrained",
+                                                   gridspec_kw={"height_ratios": [3, 2, 2]})
+        bottom.sharex(top)
+        top.tick_params(labelbottom=False)
+    else:
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(width, 7), sharex=True,
+                                          gridspec_kw={"height_ratios": [3, 2]})
     med = [r.real.gflops for r in rows]
     lo = [r.real.gflops - r.real.gflops_min for r in rows]
     hi = [r.real.gflops_max - r.real.gflops for r in rows]
@@ -544,7 +556,23 @@ def plot_report(report: Report, path: Path) -> None:
     bottom.set_xticks(x)
     bottom.set_xticklabels([f"{r.config.label()} {r.config.n}/{r.config.nb} {r.config.p}x{r.config.q}"
                             for r in rows], rotation=70, ha="right", fontsize="small")
-    fig.tight_layout()
+    if timeline:
+        # every real run in time order: the real runs follow the machine, whatever the configuration
+        timeline.sort()
+        t0 = timeline[0][0]
+        minutes = [(t - t0) / 60 for t, _, _ in timeline]
+        machine.plot(minutes, [g for _, g, _ in timeline], "o", ms=3, color="black",
+                     label="real run / its prediction − 1")
+        machine.plot(minutes, [m for _, _, m in timeline], "-", color="tab:green",
+                     label="machine probe around the run / at calibration − 1")
+        machine.axhspan(-STEADY_PCT, STEADY_PCT, color="tab:green", alpha=0.1)
+        machine.axhline(0, color="black", lw=0.8)
+        machine.set_xlabel("minutes since the first real run")
+        machine.set_ylabel("%")
+        machine.legend(loc="best", fontsize="small")
+        machine.grid(alpha=0.3)
+    else:
+        fig.tight_layout()
     tmp = path.with_name(f".{path.name}.tmp.png")
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
