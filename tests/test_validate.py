@@ -212,3 +212,22 @@ def test_docs_examples_run(tmp_path):
         assert r.returncode == 0, (cmd, r.stderr)
     assert (tmp_path / "tiny" / "validation.csv").exists()
     assert (tmp_path / "real.zip").exists()
+
+
+def test_design_uses_hpl_leading_dimension_and_covers_every_update_shape():
+    """The calibration's operands have the leading dimension HPL gives process 0 (its rows
+    rounded up to ALIGN, never a power of two: HPL_pdtest), and every configuration's
+    trailing-update shape (ld, K = NB) gets update points, not only those a random draw
+    happens to pick (E20)."""
+    from hplsim.real.calibration import _local, hpl_leading_dimension
+
+    assert _local(5000, 64, 2) == 2504 and _local(5000, 256, 2) == 2560 and _local(5000, 64, 1) == 5000
+    assert hpl_leading_dimension(5000, 64, 2, 8) == 2504  # not 2560: 40 blocks of 64 overstate rank 0
+    assert hpl_leading_dimension(1024, 64, 1, 8) == 1032  # 1024 is a power of two
+    assert hpl_leading_dimension(5000, 256, 2, 8) == 2560
+    configs = default_configs()
+    d = hpl_blas_design(configs, "dgemm", 150, seed=0).points
+    updates = d[d["n"] > d["k"]].groupby(["lda", "k"]).size()
+    wanted = {(hpl_leading_dimension(c.n, c.nb, c.p, c.align), c.nb) for c in configs}
+    assert len(wanted) == 16 and all(updates.get(key, 0) >= 3 for key in wanted), updates
+    assert (d["lda"] >= d["m"]).all()
