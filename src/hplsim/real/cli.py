@@ -52,7 +52,7 @@ def format_results(results: list[RealResult]) -> str:
               help="Run the traced HPL: every kernel call the emulation models is timed and archived "
                    "(results/kernels.csv; needs --out, local runs only).")
 @click.option("--probe", is_flag=True,
-              help="Measure the machine's dgemm speed (a fixed 0.3 s workload on the ranks' cores) before "
+              help="Measure the machine's dgemm speed (a fixed 0.6 s workload on the ranks' cores) before "
                    "the first run and after every run, and archive it with each run: which runs met a slow "
                    "machine (local runs only; docs/validate.md).")
 @click.option("--json", "as_json", is_flag=True,

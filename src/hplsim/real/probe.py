@@ -1,7 +1,7 @@
 """The machine's speed at one moment: a fixed dgemm workload run on every core HPL uses,
 at once, as HPL's ranks run. Measured around every real run and around the calibration,
 it tells whether a real run met the machine the models were fitted on (lab notebook E19:
-on a shared VM the speed wanders by ±10 % over minutes, with dips of 30 % lasting
+on a shared VM the speed wanders by ±5 % over minutes, with dips of 30 % lasting
 seconds, and a run's Gflops follow it).
 
     probe = MachineProbe(cores=[0, 1], seed=0)
