@@ -102,7 +102,7 @@ class Row:
     def error_pct(self) -> float:
         return 100.0 * (self.predicted_gflops / self.real.gflops - 1.0)
 
-    def _speed(self, run: RealRun) -> float | None:
+    def speed(self, run: RealRun) -> float | None:
         """The machine's speed around a run relative to the calibration's (1.0: the same)."""
         if self.reference is None or run.probe is None:
             return None
@@ -111,14 +111,14 @@ class Row:
     @property
     def machine_pct(self) -> float | None:
         """The machine's speed during the real runs (median) against the calibration's, in %."""
-        speeds = [s for s in map(self._speed, self.real.runs) if s is not None]
+        speeds = [s for s in map(self.speed, self.real.runs) if s is not None]
         return 100.0 * (statistics.median(speeds) - 1.0) if speeds else None
 
     @property
     def steady_runs(self) -> list[RealRun]:
         """The real runs that met the machine the models were fitted on (within STEADY_PCT)."""
         return [r for r in self.real.runs
-                if (s := self._speed(r)) is not None and abs(s - 1.0) <= STEADY_PCT / 100]
+                if (s := self.speed(r)) is not None and abs(s - 1.0) <= STEADY_PCT / 100]
 
     @property
     def steady_error_pct(self) -> float | None:
@@ -304,10 +304,8 @@ def _results_from_archive(path: Path, configs: Sequence[HplConfig], repeat: int)
         res = RealResult(c)
         for _, r in mine.iterrows():
             res.runs.append(RealRun(c, int(r.repetition), int(r.order), float(r.time_s), float(r.gflops),
-                                    None if pd.isna(r.residual) else float(r.residual), str(r.residual_check),
-                                    float(r.wall_s), float(r.start),
-                                    None if pd.isna(r.load_before) else float(r.load_before),
-                                    _number(r, "other_load"), _number(r, "probe_before_gflops"),
+                                    _number(r, "residual"), str(r.residual_check), float(r.wall_s),
+                                    float(r.start), _number(r, "load_before"), _number(r, "other_load"), _number(r, "probe_before_gflops"),
                                     _number(r, "probe_after_gflops")))
         out.append(res)
     return out
@@ -520,8 +518,8 @@ def plot_report(report: Report, path: Path) -> None:
 
     rows = report.rows
     x = list(range(len(rows)))
-    timeline = [(run.start, 100 * (run.gflops / r.predicted_gflops - 1), 100 * (run.probe / r.reference - 1))
-                for r in rows if r.reference for run in r.real.runs if run.probe is not None]
+    timeline = [(run.start, 100 * (run.gflops / r.predicted_gflops - 1), 100 * (speed - 1))
+                for r in rows for run in r.real.runs if (speed := r.speed(run)) is not None]
     width = max(6.0, 0.45 * len(rows) + 2)
     if timeline:
         fig, (top, bottom, machine) = plt.subplots(3, 1, figsize=(width, 10), layout="constrained",
