@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,20 @@ def test_run_real_probe_brackets_every_run(tmp_path):
     assert run_cli("run-real", "-N", 600, "--nb", 32, "-P", 1, "-Q", 2, "--out", plain, cwd=tmp_path).returncode == 0
     p = read_archive(plain)
     assert p.table("hpl")["probe_before_gflops"].isna().all() and p.metadata["probe"] is None
+
+
+def test_run_real_calls_between_rounds_after_each_round_but_the_last(tmp_path):
+    """validate measures its calibration between the rounds of repetitions: the hook sees
+    every run of round r finished and none of round r + 1 started."""
+    seen: list[tuple[int, float]] = []
+    configs = [HplConfig(n=400, nb=32), HplConfig(n=500, nb=32)]
+    done = run_real(configs, repeat=3, shuffle=True, seed=3, out=tmp_path / "r.zip",
+                    between_rounds=lambda r: seen.append((r, time.time())))
+    assert [r for r, _ in seen] == [0, 1]
+    runs = sorted((run for res in done.results for run in res.runs), key=lambda x: x.order)
+    for r, t in seen:
+        assert all(x.start + x.wall_s <= t for x in runs if x.repetition <= r)
+        assert all(x.start >= t for x in runs if x.repetition > r)
 
 
 @two_cores

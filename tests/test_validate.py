@@ -11,12 +11,14 @@ import shutil
 import statistics
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
+from hplsim.calibrate.archive import read_archive
 from hplsim.hpl.config import HplConfig
 from hplsim.models.modelfile import load_model
 from hplsim.real.calibration import hpl_blas_design, local_platform_spec, trace_configs
@@ -48,8 +50,9 @@ def test_validate_tiny_end_to_end(tmp_path):
     assert "WR11C2R4 N=2000 NB=64 1x2" in r.stdout and "WR11C2R4 N=2000 NB=64 2x1" in r.stdout
     assert re.search(r"median \|error\| [\d.]+ %", r.stdout)
     for name in ("validation.csv", "validation.png", "validation.md", "summary.json", "model.yaml",
-                 "platform.yaml", "predictions.json", "real.zip", "calibration/dgemm.zip",
-                 "calibration/dtrsm.zip", "calibration/mpi.zip", "calibration/trace.zip"):
+                 "platform.yaml", "predictions.json", "real.zip", "calibration/pass-0/dgemm.zip",
+                 "calibration/pass-0/dtrsm.zip", "calibration/pass-1/dgemm.zip", "calibration/pass-1/dtrsm.zip",
+                 "calibration/mpi.zip", "calibration/trace.zip"):
         assert (out / name).exists(), name
     assert (out / "validation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = pd.read_csv(out / "validation.csv")
@@ -69,14 +72,23 @@ def test_validate_tiny_end_to_end(tmp_path):
     assert spec["mpi"] == {"iprobe_reports": "progressed"}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["summary"]["configurations"] == 2
-    # the machine's drift: the calibration's dgemm calls measured again after the real runs
-    assert (out / "calibration" / "after-real-runs" / "dgemm.zip").exists()
+    # the calibration in R + 1 passes around the real runs, the models fitted on all of them
+    real_runs = read_archive(out / "real.zip").table("hpl")
+    first_run, last_end = real_runs["start"].min(), (real_runs["start"] + real_runs["wall_s"]).max()
+    ends = [datetime.fromisoformat(read_archive(out / "calibration" / f"pass-{i}" / f).metadata[key]).timestamp()
+            for i, f, key in ((0, "dtrsm.zip", "end_time"), (1, "dgemm.zip", "start_time"))]
+    assert ends[0] <= first_run and ends[1] >= last_end
+    assert not (out / "calibration" / "pass-2").exists()
+    fitted_on = yaml.safe_load((out / "model.yaml").read_text())["provenance"]["dgemm_dtrsm"]
+    assert sorted(fitted_on) == sorted(str(out / "calibration" / f"pass-{i}" / f"{f}.zip")
+                                       for i in (0, 1) for f in ("dgemm", "dtrsm"))
+    # the machine's drift: the calibration's dgemm calls, first pass against last
     drift = summary["calibration_drift"]
     assert drift["kernel"] == "dgemm" and drift["shapes"] >= 10 and abs(drift["median_pct"]) < 100
     assert "machine drift" in r.stdout
     # the machine probe: around the calibration (the reference) and around every real run
     probe = summary["machine_probe"]
-    assert len(probe["calibration"]) == 6 and probe["runs"] == 2
+    assert len(probe["calibration"]) == 6 + 2 and probe["runs"] == 2
     assert probe["reference"] == pytest.approx(statistics.median(probe["calibration"])) and probe["reference"] > 0
     assert table["machine_speed_pct"].notna().all() and (table["machine_speed_pct"].abs() < 100).all()
     assert "machine probe" in r.stdout
@@ -86,7 +98,7 @@ def test_validate_tiny_end_to_end(tmp_path):
                  "--out", out, "--reuse", "--json", cwd=tmp_path)
     assert r2.returncode == 0, r2.stderr
     assert "calibrating" not in r2.stderr and "running the real HPL" not in r2.stderr
-    assert "measuring dgemm again" not in r2.stderr
+    assert "pass 2/2" not in r2.stderr
     doc = json.loads(r2.stdout)
     assert [row["real_gflops_median"] for row in doc["rows"]] == list(table["real_gflops_median"])
     assert [row["machine_speed_pct"] for row in doc["rows"]] == list(table["machine_speed_pct"])

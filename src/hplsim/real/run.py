@@ -387,6 +387,7 @@ def run_real(
     extra_env: dict[str, str] | None = None,
     trace: bool = False,
     probe: "MachineProbe | None" = None,
+    between_rounds: Callable[[int], None] | None = None,
 ) -> RealRunSet:
     """Run every configuration `repeat` times; write the archive `out` (if given); return
     the results by configuration (in the order given). Raises `RealRunError` at the first
@@ -398,6 +399,10 @@ def run_real(
 
     probe: measure the machine's speed (`hplsim.real.probe`) before the first run and after
     every run, so that each run knows the speed of the machine it met. Local runs only.
+
+    between_rounds: called with r after the last run of repetition r, before repetition
+    r + 1 starts (not after the last one): `hplsim validate` measures its calibration there,
+    so that the models see the machine of the whole period the real runs met.
     """
     from hplsim.hpl.build import REAL, hpl_binary
 
@@ -450,6 +455,8 @@ def run_real(
         try:
             speed = probe.measure() if probe is not None and plan else None
             for order, (r, i) in enumerate(plan):
+                if between_rounds is not None and order > 0 and plan[order - 1][0] != r:
+                    between_rounds(plan[order - 1][0])
                 config = configs[i]
                 write_hpl_dat(HplParams.from_config(config, threshold=threshold), work / "HPL.dat")
                 argv = launch.argv(config.ranks, binary, ("HPLSIM_TRACE_DIR",) if trace else ())

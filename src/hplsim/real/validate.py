@@ -6,13 +6,17 @@ real HPL, compare.
 
 Stages and their artefacts (all in the output directory, each reusable with --reuse):
 
-    calibration/dgemm.zip, dtrsm.zip   dgemm/dtrsm on the cores HPL uses (HPL's call shapes)
+    calibration/pass-I/dgemm.zip, dtrsm.zip
+                                       dgemm/dtrsm on the cores HPL uses (HPL's call shapes),
+                                       R + 1 passes: before the real runs, after each round
+    calibration/probe.json             the machine probe around each pass
     calibration/trace.zip              a traced real HPL run at a smaller N: the other kernels
     calibration/mpi.zip                MPI between two local ranks
     model.yaml                         kernel models (hplsim fit's format)
     platform.yaml                      this machine: one node, the fitted SMPI options
     predictions.json                   hplsim predict, one simulation per configuration
-    real.zip                           hplsim run-real, R interleaved repetitions
+    real.zip                           hplsim run-real, R interleaved repetitions (the
+                                       calibration's passes between them)
     validation.csv / .png / .md        the comparison
 
 See docs/validate.md.
@@ -21,6 +25,7 @@ See docs/validate.md.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import statistics
@@ -49,7 +54,8 @@ QUIET_LOAD = 0.1
 #: within this many percent of the probes around the calibration; about twice the probe's
 #: own run-to-run scatter on a steady machine (lab notebook E19)
 STEADY_PCT = 3.0
-#: probes taken before, and again after, the kernel calibration; their median is the reference
+#: probes taken before, and again after, the first kernel calibration pass (one on each side of
+#: the later passes); the median of all of them is the reference
 REFERENCE_PROBES = 3
 
 
@@ -256,7 +262,8 @@ def format_summary(report: Report) -> str:
                      f"{TARGET_MAX_PCT:g} %): {'met' if ok else 'NOT met'}")
     if report.drift:
         d = report.drift
-        lines.append(f"machine drift: the calibration's {d['kernel']} calls, measured again after the real runs, "
+        lines.append(f"machine drift: the calibration's {d['kernel']} calls, from its first pass (before the real "
+                     "runs) to its last (after them), "
                      f"changed duration by {d['median_pct']:+.1f} % (median over {d['shapes']} shapes; quartiles "
                      f"{d['q25_pct']:+.1f} … {d['q75_pct']:+.1f} %)")
     if report.probe.get("runs"):
@@ -375,42 +382,47 @@ def validate_local(
     probe_file = caldir / "probe.json"
     reference: float | None = None
 
-    # 1-2. kernels: calibrate and fit
+    # 1. kernels. The dgemm/dtrsm calibration is measured in passes spread over the real
+    # runs' period, one before the first run and one after each round of repetitions: this
+    # machine's speed for HPL's call shapes moves by several % within minutes (E19, E21), and
+    # a model fitted on the first minute alone was off by as much as it moved.
     calibrated_here = model_path is None
-    if model_path is None:
+    passes = repeat + 1
+    pass_dirs = [caldir / f"pass-{i}" for i in range(passes)]
+    # about twice the repetitions of one calibration in all, whatever R (the old calibration
+    # and its drift measurement)
+    pass_settings = replace(settings, blas_repetitions=max(1, math.ceil(2 * settings.blas_repetitions / passes)))
+    probes_taken: dict[str, list[float]] = {}
+    if reuse and probe_file.exists():
+        probes_taken = dict(json.loads(probe_file.read_text()).get("around_calibration_passes", {}))
+
+    def calibration_pass(i: int) -> None:
+        if all(have(pass_dirs[i] / f"{f}.zip") for f in ("dgemm", "dtrsm")):
+            return
+        when = "before the real runs" if i == 0 else f"after round {i} of the real runs"
+        n_probes = REFERENCE_PROBES if i == 0 else 1
+        with stage(f"calibrating dgemm and dtrsm on cores {','.join(map(str, cores))}, pass {i + 1}/{passes} "
+                   f"({when})"):
+            before = [probe.measure() for _ in range(n_probes)]
+            cal.calibrate_blas_for(configs, pass_dirs[i], cores, seed, pass_settings)
+            after = [probe.measure() for _ in range(n_probes)]
+        probes_taken[str(i)] = before + after
+        probe_file.write_text(json.dumps({**probe.describe(), "around_calibration_passes": probes_taken},
+                                         indent=1) + "\n")
+
+    if calibrated_here:
         model_path = outdir / "model.yaml"
-        blas = {f: caldir / f"{f}.zip" for f in ("dgemm", "dtrsm")}
-        if not all(have(p) for p in blas.values()):
-            with stage(f"calibrating dgemm and dtrsm on cores {','.join(map(str, cores))}"):
-                before = [probe.measure() for _ in range(REFERENCE_PROBES)]
-                blas = cal.calibrate_blas_for(configs, caldir, cores, seed, settings)
-                after = [probe.measure() for _ in range(REFERENCE_PROBES)]
-            probe_file.write_text(json.dumps({**probe.describe(), "before_calibration": before,
-                                              "after_calibration": after}, indent=1) + "\n")
-        if probe_file.exists():
-            cal_probe = json.loads(probe_file.read_text())
-            taken = [*cal_probe["before_calibration"], *cal_probe["after_calibration"]]
-            # a median: one probe caught in a dip (E19 saw 28 against 50) must not move the reference
-            reference = statistics.median(taken)
-            report.probe.update(calibration=taken, reference=reference)
-        else:
-            report.notes.append("calibration reused without its machine probe (calibration/probe.json): "
-                                "the real runs' machine speed is not compared with the calibration's")
+        calibration_pass(0)
         trace = caldir / "trace.zip"
         if not have(trace):
             tconfigs = cal.trace_configs(configs, settings.trace_n)
             with stage(f"tracing the other kernels in {len(tconfigs)} real HPL run(s) at N = "
                        f"{', '.join(sorted({str(c.n) for c in tconfigs}))}"):
                 cal.trace_kernels(configs, trace, launch, None, settings.trace_n)
-        if not have(model_path):
-            with stage("fitting the kernel models"):
-                kernels = cal.fit_models(list(blas.values()), trace, model_path, seed=seed)
-            (outdir / "kernel-fits.json").write_text(json.dumps(kernels, indent=1, default=float) + "\n")
-        report.files["model"] = str(model_path)
     else:
         report.notes.append(f"kernel models given: {model_path} (no kernel calibration)")
 
-    # 3. network: calibrate MPI between two local ranks and fit the SMPI options
+    # 2. network: calibrate MPI between two local ranks and fit the SMPI options
     if platform_path is None:
         platform_path = outdir / "platform.yaml"
         if not have(platform_path):
@@ -435,7 +447,41 @@ def validate_local(
     else:
         report.notes.append(f"platform given: {platform_path} (no MPI calibration)")
 
-    # 4. predict
+    # 4. real runs, with the calibration's passes between their rounds
+    real_path = outdir / "real.zip"
+    results = _results_from_archive(real_path, configs, repeat) if have(real_path) else None
+    if results is None:
+        with stage(f"running the real HPL: {len(configs)} configuration(s) x {repeat} (interleaved, shuffled)"):
+            done = run_real(configs, launch, repeat=repeat, out=real_path, shuffle=True, seed=seed,
+                            timeout=timeout, progress=progress, probe=probe,
+                            between_rounds=(lambda r: calibration_pass(r + 1)) if calibrated_here else None)
+        results = done.results
+    report.files["real"] = str(real_path)
+
+    # 5. fit, on every pass; the drift: the same calls, first pass against last
+    if calibrated_here:
+        for i in range(1, passes):
+            calibration_pass(i)  # the last one, and any a reused archive came without
+        if not have(model_path):
+            with stage("fitting the kernel models"):
+                archives = [d / f"{f}.zip" for d in pass_dirs for f in ("dgemm", "dtrsm")]
+                kernels = cal.fit_models(archives, trace, model_path, seed=seed)
+            (outdir / "kernel-fits.json").write_text(json.dumps(kernels, indent=1, default=float) + "\n")
+        report.files["model"] = str(model_path)
+        report.drift = cal.calibration_drift(pass_dirs[0] / "dgemm.zip", pass_dirs[-1] / "dgemm.zip")
+        report.notes.append(f"kernel calibration: {passes} passes of {pass_settings.blas_repetitions} "
+                            "repetition(s), one before the real runs and one after each round; the models are "
+                            "fitted on all of them")
+        taken = [x for i in range(passes) for x in probes_taken.get(str(i), [])]
+        if taken:
+            # a median: one probe caught in a dip (E19 saw 28 against 50) must not move the reference
+            reference = statistics.median(taken)
+            report.probe.update(calibration=taken, reference=reference)
+        else:
+            report.notes.append("calibration reused without its machine probe (calibration/probe.json): "
+                                "the real runs' machine speed is not compared with the calibration's")
+
+    # 6. predict
     platform = load_platform(platform_path)
     model = ModelSource.from_path(model_path)
     predictions = {}
@@ -445,24 +491,6 @@ def validate_local(
     (outdir / "predictions.json").write_text(json.dumps([p.to_dict() for p in predictions.values()], indent=1) + "\n")
     report.files["predictions"] = str(outdir / "predictions.json")
 
-    # 5. real runs
-    real_path = outdir / "real.zip"
-    results = _results_from_archive(real_path, configs, repeat) if have(real_path) else None
-    if results is None:
-        with stage(f"running the real HPL: {len(configs)} configuration(s) x {repeat} (interleaved, shuffled)"):
-            done = run_real(configs, launch, repeat=repeat, out=real_path, shuffle=True, seed=seed,
-                            timeout=timeout, progress=progress, probe=probe)
-        results = done.results
-    report.files["real"] = str(real_path)
-
-    # 5b. the machine's drift: the same dgemm calls as the calibration, measured again now
-    # (the models saw the machine of the first minutes, the real runs the next ones)
-    if calibrated_here:
-        after = caldir / "after-real-runs" / "dgemm.zip"
-        if not have(after):
-            with stage("measuring dgemm again after the real runs (machine drift)"):
-                cal.calibrate_blas_for(configs, after.parent, cores, seed, settings, functions=("dgemm",))
-        report.drift = cal.calibration_drift(caldir / "dgemm.zip", after)
     loads = [r.load_before for res in results for r in res.runs if r.load_before is not None]
     others = [r.other_load for res in results for r in res.runs if r.other_load is not None]
     if loads:
@@ -480,7 +508,7 @@ def validate_local(
             report.probe.update({f"runs_{w}_pct": 100.0 * (report.probe[f"runs_{w}"] / reference - 1.0)
                                  for w in ("median", "min", "max")})
 
-    # 6. compare
+    # 7. compare
     for c, res in zip(configs, results):
         p = predictions[c]
         report.rows.append(Row(c, p.gflops, p.time_s, p.sim_wall_s, res, reference))
