@@ -144,3 +144,69 @@ def test_runtime_refuses_an_unknown_host_without_default(tmp_path):
     out = subprocess.run([str(sampler_binary()), str(table), "b", "0", "1", "0", "dgemm", "1", "1", "1", "1"],
                          capture_output=True, text=True)
     assert out.returncode != 0 and "host b is not in the model" in out.stderr
+
+
+# ----------------------------------------------------------------------- pieces
+
+WIDE_TALL = {"dgemm": {
+    "mean": {"mnk": 2.0e-11, "intercept": 1e-6},
+    "noise": {"family": "normal", "sigma": {"intercept": 1e-7}},
+    "pieces": [{"when": "n > m", "mean": {"mnk": 2.2e-11, "intercept": 1e-6}},
+               {"when": ["m >= 2*n", "k < 100"], "mean": {"mnk": 1.9e-11}}],
+}}
+
+
+def test_pieces_choose_the_law_by_the_call_sizes_and_round_trip(tmp_path):
+    model = model_from_dict(doc(WIDE_TALL))
+    dgemm = model.default.kernels["dgemm"]
+    sizes = {"m": np.array([1000, 2000, 4000, 4000]), "n": np.array([2000, 1000, 1000, 1000]),
+             "k": np.array([64, 64, 64, 128])}
+    flops = sizes["m"] * sizes["n"] * sizes["k"]
+    # wide -> first piece; tall, m < 2n -> base; m >= 2n and k < 100 -> second; k = 128 -> base
+    np.testing.assert_allclose(dgemm.predict(sizes), [2.2e-11 * flops[0] + 1e-6, 2.0e-11 * flops[1] + 1e-6,
+                                                      1.9e-11 * flops[2], 2.0e-11 * flops[3] + 1e-6])
+    save_model(model, tmp_path / "m.yaml")
+    again = load_model(tmp_path / "m.yaml")
+    assert model_to_dict(again) == model_to_dict(model)
+    assert model_to_dict(again)["default"]["kernels"]["dgemm"]["pieces"][1]["when"] == ["m >= 2*n", "k < 100"]
+    # the deterministic variant keeps the pieces, without noise
+    plain = model.without_noise().default.kernels["dgemm"]
+    assert plain.family == "none" and len(plain.pieces) == 2
+    np.testing.assert_allclose(plain.predict(sizes), dgemm.predict(sizes))
+
+
+def test_the_runtime_draws_from_the_piece_the_python_model_chooses(tmp_path):
+    model = model_from_dict(doc(WIDE_TALL))
+    dgemm = model.default.kernels["dgemm"]
+    for shape in ((1000, 2000, 64), (2000, 1000, 64), (4000, 1000, 64), (4000, 1000, 128), (1500, 1500, 64)):
+        _, draws = _c_draws(model, "dgemm", shape, 2000, tmp_path)
+        expected = float(dgemm.predict(dict(zip("mnk", shape))))
+        assert draws.mean() == pytest.approx(expected, rel=1e-3), shape
+        # only the base law has noise: the pieces' draws are exact
+        assert (draws.std() > 0) == (shape in ((2000, 1000, 64), (4000, 1000, 128), (1500, 1500, 64)))
+
+
+@pytest.mark.parametrize("pieces, message", [
+    ([{"when": "n >> m", "mean": {"mnk": 1e-11}}], "is neither a size"),
+    ([{"when": "n = m", "mean": {"mnk": 1e-11}}], "expected A > B"),
+    ([{"when": "q > m", "mean": {"mnk": 1e-11}}], "is neither a size"),
+    ([{"when": "3 > 2", "mean": {"mnk": 1e-11}}], "does not depend on the sizes"),
+    ([{"mean": {"mnk": 1e-11}}], "expected a condition"),
+    ([{"when": "n > m"}], "missing coefficients"),
+    ([{"when": "n > m", "mean": {"mnk": 1e-11}, "colour": 1}], "unknown field"),
+    ({"when": "n > m"}, "expected a list"),
+])
+def test_invalid_pieces_are_refused_with_the_field_path(pieces, message):
+    with pytest.raises(HplsimError, match=rf"dgemm\.pieces.*{message}"):
+        model_from_dict(doc({"dgemm": {"mean": {"mnk": 1e-11}, "pieces": pieces}}), "m.yaml")
+
+
+def test_the_documented_pieces_example_is_a_valid_kernel():
+    """docs/formats/model-file.md's pieces example, as written."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "formats" / "model-file.md").read_text()
+    block = text.split("## Pieces", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    dgemm = model_from_dict(doc(yaml.safe_load(block))).default.kernels["dgemm"]
+    assert [c.text for p in dgemm.pieces for c in p.when] == ["n > m"]
+    assert dgemm.pieces[0].model.family == "halfnormal" and dgemm.family == "none"

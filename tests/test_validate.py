@@ -14,6 +14,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -243,3 +244,36 @@ def test_design_uses_hpl_leading_dimension_and_covers_every_update_shape():
     wanted = {(hpl_leading_dimension(c.n, c.nb, c.p, c.align), c.nb) for c in configs}
     assert len(wanted) == 16 and all(updates.get(key, 0) >= 3 for key in wanted), updates
     assert (d["lda"] >= d["m"]).all()
+
+
+def test_fit_pieces_gives_wide_calls_their_own_law():
+    """Synthetic calls whose wide shapes run 10 % slower per flop than tall ones of the same
+    m·n·k: one polynomial misses one class or the other by several %; with the wide piece
+    both totals come back within 1 %."""
+    from hplsim.real.calibration import DGEMM_PIECES, fit_pieces, fit_time_share
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for _ in range(3):
+        for m in (500, 1000, 1500, 2000, 3000, 4000):
+            for n in (500, 1000, 1500, 2000, 3000, 4000):
+                if m == n:
+                    continue
+                k = 64
+                rate = 2.2e-11 if n > m else 2.0e-11
+                rows.append((m, n, k, (rate * m * n * k + 3e-10 * m * n) * rng.lognormal(0, 0.01)))
+    calls = pd.DataFrame(rows, columns=["m", "n", "k", "duration"])
+    wide = calls["n"] > calls["m"]
+
+    def errors(model):
+        pred = model.predict({v: calls[v].to_numpy(float) for v in "mnk"})
+        return [100 * (pred[sel].sum() / calls["duration"][sel].sum() - 1) for sel in (wide, ~wide)]
+
+    one, _ = fit_time_share(calls, "dgemm")
+    assert max(abs(e) for e in errors(one)) > 3
+    two, summary = fit_pieces(calls, "dgemm", DGEMM_PIECES)
+    assert [p.when[0].text for p in two.pieces] == ["n > m"] and summary.pieces[0]["calls"] == wide.sum()
+    assert max(abs(e) for e in errors(two)) < 1
+    # too few calls of a class: no piece, one law for all
+    few = pd.concat([calls[~wide], calls[wide].head(5)])
+    assert fit_pieces(few, "dgemm", DGEMM_PIECES)[0].pieces == ()

@@ -8,7 +8,10 @@
 
 #define MAX_TERMS 64
 #define MAX_COMPONENTS 16
+#define MAX_PIECES 16
+#define MAX_CONDITIONS 8
 #define NSLOTS 3
+#define TABLE_VERSION 2
 
 enum family { F_NONE = 0, F_NORMAL = 1, F_HALFNORMAL = 2 };
 
@@ -30,9 +33,24 @@ typedef struct {
   poly mean, sigma;
 } component;
 
+/* A condition on the sizes: c·x + c0 > 0 (strict) or >= 0. */
 typedef struct {
+  double coef[NSLOTS], c0;
+  int strict;
+} condition;
+
+/* The law of the calls whose sizes meet every condition (none: every call). */
+typedef struct {
+  int ncond;
+  condition *cond;
   int ncomp;
   component *comp;
+} piece;
+
+/* A kernel's pieces, in order: the first one that holds draws the duration. */
+typedef struct {
+  int npieces;
+  piece *pieces;
 } kmodel;
 
 static const char *const kernel_names[K_NKERNELS] = {
@@ -145,13 +163,71 @@ static void read_poly(reader *r, poly *p)
 
 static void free_model(kmodel *m)
 {
-  for (int c = 0; c < m->ncomp; c++) {
-    free(m->comp[c].mean.terms);
-    free(m->comp[c].sigma.terms);
+  for (int p = 0; p < m->npieces; p++) {
+    piece *pc = &m->pieces[p];
+    for (int c = 0; c < pc->ncomp; c++) {
+      free(pc->comp[c].mean.terms);
+      free(pc->comp[c].sigma.terms);
+    }
+    free(pc->comp);
+    free(pc->cond);
   }
-  free(m->comp);
-  m->comp = NULL;
-  m->ncomp = 0;
+  free(m->pieces);
+  m->pieces = NULL;
+  m->npieces = 0;
+}
+
+static void read_piece(reader *r, const char *name, piece *pc)
+{
+  char tag[16];
+  read_word(r, tag, sizeof tag);
+  if (!r->failed && strcmp(tag, "piece") != 0) {
+    fail(r, "model table: expected 'piece', found %s", tag);
+    return;
+  }
+  long ncond = read_long(r);
+  if (r->failed)
+    return;
+  if (ncond < 0 || ncond > MAX_CONDITIONS) {
+    fail(r, "model table: %s has a piece with %ld conditions (at most %d)", name, ncond, MAX_CONDITIONS);
+    return;
+  }
+  if (ncond > 0 && !(pc->cond = calloc((size_t)ncond, sizeof(condition)))) {
+    fail(r, "out of memory reading the model table");
+    return;
+  }
+  pc->ncond = (int)ncond;
+  for (int i = 0; i < ncond && !r->failed; i++) {
+    for (int s = 0; s < NSLOTS; s++)
+      pc->cond[i].coef[s] = read_double(r);
+    pc->cond[i].c0 = read_double(r);
+    pc->cond[i].strict = (int)read_long(r);
+  }
+  long ncomp = read_long(r);
+  if (r->failed)
+    return;
+  if (ncomp < 1 || ncomp > MAX_COMPONENTS) {
+    fail(r, "model table: %s has %ld components (1 to %d)", name, ncomp, MAX_COMPONENTS);
+    return;
+  }
+  if (!(pc->comp = calloc((size_t)ncomp, sizeof(component)))) {
+    fail(r, "out of memory reading the model table");
+    return;
+  }
+  pc->ncomp = (int)ncomp;
+  double cumulative = 0.0;
+  for (int c = 0; c < ncomp && !r->failed; c++) {
+    read_word(r, tag, sizeof tag);
+    if (strcmp(tag, "comp") != 0) {
+      fail(r, "model table: expected 'comp', found %s", tag);
+      break;
+    }
+    pc->comp[c].family = (int)read_long(r);
+    cumulative += read_double(r);
+    pc->comp[c].weight = cumulative;
+    read_poly(r, &pc->comp[c].mean);
+    read_poly(r, &pc->comp[c].sigma);
+  }
 }
 
 /* Parse one "kernel" record; store it only when `keep`. */
@@ -159,7 +235,7 @@ static void read_kernel(reader *r, int keep, kmodel *store, int *has)
 {
   char name[64];
   read_word(r, name, sizeof name);
-  long ncomp = read_long(r);
+  long npieces = read_long(r);
   if (r->failed)
     return;
   int k = lookup_kernel(name);
@@ -167,31 +243,21 @@ static void read_kernel(reader *r, int keep, kmodel *store, int *has)
     fail(r, "model table: unknown kernel %s", name);
     return;
   }
-  if (ncomp < 1 || ncomp > MAX_COMPONENTS) {
-    fail(r, "model table: %s has %ld components (1 to %d)", name, ncomp, MAX_COMPONENTS);
+  if (npieces < 1 || npieces > MAX_PIECES) {
+    fail(r, "model table: %s has %ld pieces (1 to %d)", name, npieces, MAX_PIECES);
     return;
   }
   kmodel m;
-  double cumulative = 0.0;
-  m.ncomp = (int)ncomp;
-  m.comp = calloc((size_t)ncomp, sizeof(component));
-  if (!m.comp) {
+  m.npieces = (int)npieces;
+  m.pieces = calloc((size_t)npieces, sizeof(piece));
+  if (!m.pieces) {
     fail(r, "out of memory reading the model table");
     return;
   }
-  for (int c = 0; c < ncomp && !r->failed; c++) {
-    char tag[16];
-    read_word(r, tag, sizeof tag);
-    if (strcmp(tag, "comp") != 0) {
-      fail(r, "model table: expected 'comp', found %s", tag);
-      break;
-    }
-    m.comp[c].family = (int)read_long(r);
-    cumulative += read_double(r);
-    m.comp[c].weight = cumulative;
-    read_poly(r, &m.comp[c].mean);
-    read_poly(r, &m.comp[c].sigma);
-  }
+  for (int p = 0; p < npieces && !r->failed; p++)
+    read_piece(r, name, &m.pieces[p]);
+  if (!r->failed && m.pieces[npieces - 1].ncond != 0)
+    fail(r, "model table: the last piece of %s has conditions (it must take every call left)", name);
   if (keep && !r->failed) {
     free_model(&store[k]);
     store[k] = m;
@@ -215,7 +281,9 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
   read_word(&r, word, sizeof word);
   if (!r.failed && strcmp(word, "hplsim-runtime-model") != 0)
     fail(&r, "%s is not an hplsim runtime model table", path);
-  read_long(&r); /* version */
+  long version = read_long(&r);
+  if (!r.failed && version != TABLE_VERSION)
+    fail(&r, "model table %s has version %ld, this runtime reads %d", path, version, TABLE_VERSION);
   int in_block = 0; /* 1: my host, 2: fallback, 0: another host */
   int my_index = 0;
   while (!r.failed) {
@@ -293,19 +361,38 @@ static double eval(const poly *p, const double x[NSLOTS])
   return total;
 }
 
+static int holds(const piece *pc, const double x[NSLOTS])
+{
+  for (int i = 0; i < pc->ncond; i++) {
+    const condition *c = &pc->cond[i];
+    double v = c->c0;
+    for (int s = 0; s < NSLOTS; s++)
+      v += c->coef[s] * x[s];
+    if (c->strict ? !(v > 0.0) : !(v >= 0.0))
+      return 0;
+  }
+  return 1;
+}
+
 double hplsim_model_draw(enum hplsim_kernel kernel, double x0, double x1, double x2, hplsim_rng *noise)
 {
   if (!has_model[kernel])
     return 0.0;
   const kmodel *m = &models[kernel];
   const double x[NSLOTS] = {x0, x1, x2};
-  const component *c = &m->comp[0];
-  if (m->ncomp > 1) {
-    double u = hplsim_rng_uniform(noise) * m->comp[m->ncomp - 1].weight;
+  const piece *pc = &m->pieces[m->npieces - 1];
+  for (int p = 0; p < m->npieces - 1; p++)
+    if (holds(&m->pieces[p], x)) {
+      pc = &m->pieces[p];
+      break;
+    }
+  const component *c = &pc->comp[0];
+  if (pc->ncomp > 1) {
+    double u = hplsim_rng_uniform(noise) * pc->comp[pc->ncomp - 1].weight;
     int i = 0;
-    while (i < m->ncomp - 1 && u >= m->comp[i].weight)
+    while (i < pc->ncomp - 1 && u >= pc->comp[i].weight)
       i++;
-    c = &m->comp[i];
+    c = &pc->comp[i];
   }
   double d = eval(&c->mean, x);
   if (c->family != F_NONE) {

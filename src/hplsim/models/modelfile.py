@@ -8,7 +8,7 @@ file never reaches the simulator.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -111,6 +111,73 @@ class Component:
     sigma: Polynomial
 
 
+_OPERATORS = (">=", "<=", ">", "<")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A comparison between two sizes (or a size and a number), ``n > m``, ``m >= 1000``,
+    ``n <= 2*m``: held as L(sizes) > 0 (strict) or >= 0, L linear in the sizes."""
+
+    text: str
+    coefs: tuple[float, ...]  # one per size variable of the kernel
+    const: float
+    strict: bool
+
+    @classmethod
+    def parse(cls, text: str, variables: tuple[str, ...]) -> "Condition":
+        text = str(text).strip()
+        for op in _OPERATORS:
+            if op in text:
+                left, right = (part.strip() for part in text.split(op, 1))
+                break
+        else:
+            raise ValueError(f"condition {text!r}: expected A > B, A >= B, A < B or A <= B")
+        a, b = _linear(left, variables, text), _linear(right, variables, text)
+        if op in ("<", "<="):
+            a, b = b, a
+        coefs = tuple(x - y for x, y in zip(a[0], b[0]))
+        if not any(coefs):
+            raise ValueError(f"condition {text!r} does not depend on the sizes")
+        return cls(" ".join(f"{left} {op} {right}".split()), coefs, a[1] - b[1], op in (">", "<"))
+
+    def holds(self, sizes: Mapping[str, Any], variables: tuple[str, ...]) -> np.ndarray:
+        value = self.const + sum(c * np.asarray(sizes[v], dtype=float) for c, v in zip(self.coefs, variables) if c)
+        return np.asarray(value > 0 if self.strict else value >= 0)
+
+
+def _linear(side: str, variables: tuple[str, ...], text: str) -> tuple[list[float], float]:
+    """``m`` / ``2*m`` / ``1000`` -> (coefficient per variable, constant)."""
+    coefs = [0.0] * len(variables)
+    factor, _, var = side.rpartition("*") if "*" in side else ("1", "", side)
+    try:
+        if var in variables:
+            coefs[variables.index(var)] = float(factor)
+            return coefs, 0.0
+        if "*" not in side:
+            value = float(side)
+            if math.isfinite(value):
+                return coefs, value
+    except ValueError:
+        pass
+    raise ValueError(f"condition {text!r}: {side!r} is neither a size ({', '.join(variables)}), a number, "
+                     "nor a number times a size")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """The law of the calls whose sizes satisfy every condition."""
+
+    when: tuple[Condition, ...]
+    model: "KernelModel"
+
+    def holds(self, sizes: Mapping[str, Any]) -> np.ndarray:
+        out = np.ones(np.broadcast(*[np.asarray(sizes[v], dtype=float) for v in self.model.variables]).shape, bool)
+        for c in self.when:
+            out = out & c.holds(sizes, self.model.variables)
+        return out
+
+
 @dataclass(frozen=True)
 class KernelModel:
     """Duration of one call: mean(sizes) + noise, clamped at 0.
@@ -118,6 +185,9 @@ class KernelModel:
     noise families: ``none``; ``normal`` (N(0, σ²)); ``halfnormal`` (|Z|σ' shifted to mean 0,
     standard deviation σ — the reference data's family); ``mixture`` (component c with
     probability weight_c, then N(shift_c, σ_c²)). σ, shifts: polynomials in the same sizes.
+
+    pieces: other laws for the calls whose sizes meet their conditions (the first piece that
+    holds wins; the fields above are the law of the calls no piece claims).
     """
 
     kernel: str
@@ -125,13 +195,34 @@ class KernelModel:
     family: str = "none"
     sigma: Polynomial | None = None
     components: tuple[Component, ...] = ()
+    pieces: tuple[Piece, ...] = ()
 
     @property
     def variables(self) -> tuple[str, ...]:
         return KERNEL_VARIABLES[self.kernel]
 
+    def base(self) -> "KernelModel":
+        """The law of the calls no piece claims, as a model of its own."""
+        return KernelModel(self.kernel, self.mean, self.family, self.sigma, self.components)
+
+    def _by_piece(self, sizes: Mapping[str, Any], law) -> np.ndarray:
+        out = np.array(law(self.base()), dtype=float)
+        if not self.pieces:
+            return out
+        shape = np.broadcast(*[np.asarray(sizes[v], dtype=float) for v in self.variables]).shape
+        out = np.broadcast_to(out, shape).copy()
+        free = np.ones(shape, bool)
+        for piece in self.pieces:
+            mine = piece.holds(sizes) & free
+            if mine.any():
+                out[mine] = np.broadcast_to(law(piece.model), shape)[mine]
+            free &= ~mine
+        return out
+
     def predict(self, sizes: Mapping[str, Any]) -> np.ndarray:
         """Expected duration (mean of the noise is 0 for every family but a mixture's)."""
+        if self.pieces:
+            return self._by_piece(sizes, lambda m: m.predict(sizes))
         mu = self.mean(sizes)
         if self.family == "mixture":
             mu = mu + sum(c.weight * c.shift(sizes) for c in self.components)
@@ -139,6 +230,8 @@ class KernelModel:
 
     def sample(self, sizes: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
         """Random durations with the same law as the emulation's runtime (negative -> 0)."""
+        if self.pieces:
+            return self._by_piece(sizes, lambda m: m.sample(sizes, rng))
         mu = np.asarray(self.mean(sizes), dtype=float)
         shape = mu.shape
         if self.family == "none":
@@ -201,14 +294,14 @@ class ModelFile:
     def without_noise(self) -> "ModelFile":
         """The deterministic variant: every kernel at its expected duration."""
 
+        def expected(m: KernelModel) -> KernelModel:
+            return KernelModel(m.kernel, Polynomial.from_mapping(m.variables, _sum_maps(
+                m.mean.to_mapping(),
+                *[{t: c.weight * v for t, v in c.shift.to_mapping().items()} for c in m.components],
+            )), pieces=tuple(Piece(p.when, expected(p.model)) for p in m.pieces))
+
         def strip(kernels: dict[str, KernelModel]) -> dict[str, KernelModel]:
-            return {
-                k: KernelModel(m.kernel, Polynomial.from_mapping(m.variables, _sum_maps(
-                    m.mean.to_mapping(),
-                    *[{t: c.weight * v for t, v in c.shift.to_mapping().items()} for c in m.components],
-                )))
-                for k, m in kernels.items()
-            }
+            return {k: expected(m) for k, m in kernels.items()}
 
         def host(h: HostModel | None) -> HostModel | None:
             return None if h is None else HostModel(strip(h.kernels), [strip(c) for c in h.cpus])
@@ -279,10 +372,36 @@ def _kernel(name: str, raw: Any, where: str) -> KernelModel:
     if name not in KERNEL_VARIABLES:
         raise _Invalid(f"{where}: unknown kernel {name!r} (known: {', '.join(sorted(KERNEL_VARIABLES))})")
     if not isinstance(raw, Mapping):
-        raise _Invalid(f"{where}: expected a mapping with 'mean' (and optionally 'noise')")
-    unknown = set(raw) - {"mean", "noise"}
+        raise _Invalid(f"{where}: expected a mapping with 'mean' (and optionally 'noise', 'pieces')")
+    unknown = set(raw) - {"mean", "noise", "pieces"}
     if unknown:
         raise _Invalid(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    base = _law(name, raw, where)
+    pieces_raw = raw.get("pieces") or []
+    if not isinstance(pieces_raw, list):
+        raise _Invalid(f"{where}.pieces: expected a list of {{when, mean, noise}}")
+    pieces = []
+    for i, p in enumerate(pieces_raw):
+        pw = f"{where}.pieces[{i}]"
+        if not isinstance(p, Mapping):
+            raise _Invalid(f"{pw}: expected a mapping with 'when', 'mean' (and optionally 'noise')")
+        unknown = set(p) - {"when", "mean", "noise"}
+        if unknown:
+            raise _Invalid(f"{pw}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+        when_raw = p.get("when")
+        texts = when_raw if isinstance(when_raw, list) else [when_raw]
+        if not texts or any(not isinstance(t, str) for t in texts):
+            raise _Invalid(f"{pw}.when: expected a condition (\"n > m\") or a list of them")
+        try:
+            when = tuple(Condition.parse(t, KERNEL_VARIABLES[name]) for t in texts)
+        except ValueError as exc:
+            raise _Invalid(f"{pw}.when: {exc}") from None
+        pieces.append(Piece(when, _law(name, p, pw)))
+    return replace(base, pieces=tuple(pieces)) if pieces else base
+
+
+def _law(name: str, raw: Mapping, where: str) -> KernelModel:
+    """The mean and noise of one law (a kernel's, or one of its pieces')."""
     mean = _poly(raw.get("mean"), name, f"{where}.mean", "mean")
     noise = raw.get("noise") or {"family": "none"}
     if not isinstance(noise, Mapping):
@@ -380,6 +499,14 @@ def load_model(path: Path) -> ModelFile:
 
 
 def _kernel_to_dict(m: KernelModel) -> dict:
+    out = _law_to_dict(m)
+    if m.pieces:
+        out["pieces"] = [{"when": [c.text for c in p.when] if len(p.when) > 1 else p.when[0].text,
+                          **_law_to_dict(p.model)} for p in m.pieces]
+    return out
+
+
+def _law_to_dict(m: KernelModel) -> dict:
     out: dict[str, Any] = {"mean": m.mean.to_mapping()}
     if m.family in ("normal", "halfnormal"):
         out["noise"] = {"family": m.family, "sigma": m.sigma.to_mapping()}
@@ -426,6 +553,8 @@ def save_model(model: ModelFile, path: Path) -> None:
 
 # ----------------------------------------------------------- the emulation runtime's table
 
+#: 2: a kernel's record holds pieces (conditions, then components)
+RUNTIME_TABLE_VERSION = 2
 _FAMILY_CODE = {"none": 0, "normal": 1, "halfnormal": 2}
 _SLOTS = 3
 
@@ -441,6 +570,18 @@ def _poly_rt(poly: Polynomial | None) -> str:
 
 
 def _kernel_rt(cpu: int, m: KernelModel) -> str:
+    # the pieces in order, then the calls no piece claims (a piece without conditions)
+    laws = [(p.when, p.model) for p in m.pieces] + [((), m.base())]
+    lines = [f"kernel {cpu} {m.kernel} {len(laws)}"]
+    for when, law in laws:
+        conds = " ".join(" ".join(f"{c:.17g}" for c in (*cond.coefs, *[0.0] * (_SLOTS - len(cond.coefs)), cond.const))
+                         + f" {int(cond.strict)}" for cond in when)
+        lines.append(f"piece {len(when)}" + (f" {conds}" if when else ""))
+        lines.append(_law_rt(law))
+    return "\n".join(lines)
+
+
+def _law_rt(m: KernelModel) -> str:
     if m.family == "mixture":
         comps = []
         for c in m.components:
@@ -449,7 +590,7 @@ def _kernel_rt(cpu: int, m: KernelModel) -> str:
             comps.append(f"comp 1 {c.weight:.17g} {_poly_rt(merged)} {_poly_rt(c.sigma)}")
     else:
         comps = [f"comp {_FAMILY_CODE[m.family]} 1 {_poly_rt(m.mean)} {_poly_rt(m.sigma)}"]
-    return "\n".join([f"kernel {cpu} {m.kernel} {len(comps)}", *comps])
+    return "\n".join([str(len(comps)), *comps])
 
 
 def _sum_maps(*maps: dict[str, float]) -> dict[str, float]:
@@ -465,7 +606,7 @@ def write_runtime_table(model: ModelFile, hosts: list[str], path: Path) -> None:
 
     Only the hosts the run uses are written; ``*`` stands for every other host.
     """
-    lines = ["hplsim-runtime-model 1"]
+    lines = [f"hplsim-runtime-model {RUNTIME_TABLE_VERSION}"]
     entries: list[tuple[str, HostModel | None]] = [(h, model.hosts[h]) for h in dict.fromkeys(hosts) if h in model.hosts]
     if model.default is not None:
         entries.append(("*", None))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -231,7 +231,6 @@ def trace_configs(configs: Sequence[HplConfig], n: int | None = None) -> list[Hp
     """The configurations of the traced run: each distinct (grid, NB, variant) of
     `configs`, at a problem size `n` (default: `trace_size`), so that the kernels are
     never calibrated on the runs they will predict."""
-    from dataclasses import replace
 
     seen: dict[tuple, HplConfig] = {}
     for c in configs:
@@ -270,10 +269,14 @@ class KernelSummary:
     r2: float
     total_error_pct: float  # Σ fitted / Σ measured − 1 on the fitting calls
     source: str
+    pieces: list[dict[str, Any]] = field(default_factory=list)  # {when, calls, mean, ...} per piece
 
     def to_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "mean": self.terms, "r2": self.r2, "total_error_pct": self.total_error_pct,
-                "source": self.source}
+        out = {"calls": self.calls, "mean": self.terms, "r2": self.r2, "total_error_pct": self.total_error_pct,
+               "source": self.source}
+        if self.pieces:
+            out["pieces"] = self.pieces
+        return out
 
 
 def fit_time_share(calls: pd.DataFrame, kernel: str, mean: str = "M2", source: str = ""):
@@ -322,6 +325,41 @@ def fit_time_share(calls: pd.DataFrame, kernel: str, mean: str = "M2", source: s
     return model, summary
 
 
+#: dgemm's wide calls (more columns than rows: 2×1's trailing updates, n ≈ 2m) get a law of
+#: their own. OpenBLAS runs them several % slower per flop than tall ones of the same
+#: m·n·k (42.7 against 47.8 Gflops at 1800×3600×64 and 3600×1800×64), a difference that one
+#: polynomial in 1, MNK, MN, MK, NK cannot follow (lab notebook E20, E21).
+DGEMM_PIECES = ("n > m",)
+#: fewest calls, and distinct shapes, a piece needs to get a law of its own
+MIN_PIECE_CALLS, MIN_PIECE_SHAPES = 20, 5
+
+
+def fit_pieces(calls: pd.DataFrame, kernel: str, pieces: Sequence[str], mean: str = "M2", source: str = ""):
+    """`fit_time_share`, with a law of its own for the calls of each piece (conditions on
+    the sizes, as in the model file: the first that holds claims a call); the calls no
+    piece claims, and those of a piece with too few calls or shapes, make the base law."""
+    from hplsim.models.modelfile import KERNEL_VARIABLES, Condition, Piece
+
+    variables = KERNEL_VARIABLES[kernel]
+    sizes = {v: calls[v].to_numpy(dtype=float) for v in variables if v in calls}
+    free = np.ones(len(calls), bool)
+    fitted: list[tuple[Piece, KernelSummary]] = []
+    for text in pieces:
+        cond = Condition.parse(text, variables)
+        mine = free & cond.holds(sizes, variables) if len(sizes) == len(variables) else np.zeros(len(calls), bool)
+        sub = calls[mine]
+        if len(sub) < MIN_PIECE_CALLS or len(sub.groupby(list(variables)).size()) < MIN_PIECE_SHAPES:
+            continue
+        model, summ = fit_time_share(sub, kernel, mean, source)
+        fitted.append((Piece((cond,), model), summ))
+        free &= ~mine
+    base, summary = fit_time_share(calls[free], kernel, mean, source)
+    if not fitted:
+        return base, summary
+    summary.pieces = [{"when": p.when[0].text, **ps.to_dict()} for p, ps in fitted]
+    return replace(base, pieces=tuple(p for p, _ in fitted)), summary
+
+
 def fit_models(blas_archives: Sequence[Path], trace_archive: Path | None, out: Path, mean: str = "M2",
                seed: int = 0, pool_traced_blas: bool = True) -> dict[str, Any]:
     """The model file `out`: dgemm/dtrsm from the calibration archives (and, with
@@ -350,7 +388,7 @@ def fit_models(blas_archives: Sequence[Path], trace_archive: Path | None, out: P
         if pool_traced_blas and traced is not None and (traced["kernel"] == kernel).any():
             calls = pd.concat([calls, traced[traced["kernel"] == kernel]], ignore_index=True)
             source = "calibration + traced HPL"
-        models[kernel], s = fit_time_share(calls, kernel, mean, source)
+        models[kernel], s = fit_pieces(calls, kernel, DGEMM_PIECES if kernel == "dgemm" else (), mean, source)
         summary[kernel] = s.to_dict()
     if traced is not None:
         for kernel in TRACED_KERNELS:
@@ -363,7 +401,8 @@ def fit_models(blas_archives: Sequence[Path], trace_archive: Path | None, out: P
         "tool": f"hplsim {__version__} validate",
         "dgemm_dtrsm": [str(p) for p in blas_archives],
         "other_kernels": str(trace_archive) if trace_archive else None,
-        "fit": f"{mean}, every coefficient >= 0, least squares weighted by 1/duration, no noise",
+        "fit": f"{mean}, every coefficient >= 0, least squares weighted by 1/duration, no noise; dgemm's calls "
+               f"where {' / '.join(DGEMM_PIECES)} in a piece of their own",
         "note": "dgemm/dtrsm: calibration tool on the cores HPL uses, design from HPL's call shapes; other "
                 "kernels: calls timed inside a traced real HPL run at a smaller N (docs/validate.md)",
     }

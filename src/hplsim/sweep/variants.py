@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 
 from hplsim.errors import HplsimError
-from hplsim.models.modelfile import Component, HostModel, KernelModel, ModelFile, Polynomial, save_model
+from hplsim.models.modelfile import Component, HostModel, KernelModel, ModelFile, Piece, Polynomial, save_model
 from hplsim.platform.spec import Platform, PlatformSpec, bandwidth, duration, platform_from_xml, spec_from_dict
 from hplsim.predict import ModelSource
 from hplsim.presets import DEFAULT
@@ -253,7 +253,8 @@ def _scale_poly(poly: Polynomial | None, f: float) -> Polynomial | None:
 def scale_kernel(m: KernelModel, f: float) -> KernelModel:
     """Durations (mean and noise alike) multiplied by `f`."""
     comps = tuple(Component(c.weight, _scale_poly(c.shift, f), _scale_poly(c.sigma, f)) for c in m.components)
-    return KernelModel(m.kernel, _scale_poly(m.mean, f), m.family, _scale_poly(m.sigma, f), comps)
+    pieces = tuple(Piece(p.when, scale_kernel(p.model, f)) for p in m.pieces)
+    return KernelModel(m.kernel, _scale_poly(m.mean, f), m.family, _scale_poly(m.sigma, f), comps, pieces)
 
 
 def speed_factors(hosts: list[str], patterns: tuple[tuple[str, float], ...]) -> dict[str, float]:
