@@ -8,6 +8,9 @@ the real runs reported next to the error. The machine is shared and virtual: oth
 processes' CPU use is recorded during every real run, and the machine's dgemm speed is
 probed around the calibration and around every real run (lab notebook E19), so that the
 summary can also judge the model on the runs that met the machine it was fitted on.
+The kernel calibration is measured in passes, one before the real runs and one after each
+round of repetitions (lab notebook E21), so that the models describe the machine of the
+whole period the real runs met; the acceptance runs of issue 5 use --repeat 5.
 
     .venv/bin/python benchmarks/validate_local.py [--out DIR] [--repeat 3] [--reuse] [--json FILE]
 """

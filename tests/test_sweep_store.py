@@ -94,3 +94,19 @@ def test_concurrent_writers_leave_one_consistent_row_per_run(tmp_path):
         # every run was reported ok by at least one writer: no failure may hide an ok
         assert all(r["status"] == "ok" and r["error"] is None for r in runs)
         assert len(store.sweeps()) == 4
+
+
+def test_a_store_locked_too_long_is_reported_as_locked_not_as_foreign(tmp_path, monkeypatch):
+    """Another process holding the store past the busy timeout is a lock, said as such (it was
+    once reported as "not an hplsim results store")."""
+    from hplsim.sweep import store
+
+    path = tmp_path / "s.sqlite"
+    ResultStore(path).conn.close()
+    holder = sqlite3.connect(str(path), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 200)
+    with pytest.raises(HplsimError, match="stayed locked by another process"):
+        ResultStore(path)
+    holder.execute("COMMIT")
+    assert ResultStore(path, create=False).path == path

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -102,6 +103,10 @@ class SweepCounts:
     failed: int = 0
 
 
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 class ResultStore:
     """A connection to one store. ``ResultStore(path)`` creates it if needed;
     ``ResultStore(path, create=False)`` refuses a missing file (readers)."""
@@ -118,7 +123,7 @@ class ResultStore:
             self.conn.row_factory = sqlite3.Row
             self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if create:
-                self.conn.execute("PRAGMA journal_mode = WAL")
+                self._enable_wal()
                 # NORMAL in WAL mode: a killed process never loses a committed transaction;
                 # only a power loss may lose the last ones (never corrupts).
                 self.conn.execute("PRAGMA synchronous = NORMAL")
@@ -128,8 +133,26 @@ class ResultStore:
                     self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)",
                                       (FORMAT_NAME, str(FORMAT_VERSION)))
             self._check_format()
+        except sqlite3.OperationalError as exc:
+            if _locked(exc):
+                raise HplsimError(f"results store {self.path} stayed locked by another process for "
+                                  f"{BUSY_TIMEOUT_MS / 1000:g} s ({exc})") from None
+            raise HplsimError(f"{self.path} is not an hplsim results store ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise HplsimError(f"{self.path} is not an hplsim results store ({exc})") from None
+
+    def _enable_wal(self) -> None:
+        # Two processes creating the same store at once both switch it to WAL; SQLite answers
+        # the loser "database is locked" at once, without waiting on busy_timeout: retry.
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _check_format(self) -> None:
         try:
