@@ -343,6 +343,12 @@ def _number(value: Any, where: str, nonnegative: bool) -> float:
     return value
 
 
+def _only(raw: Mapping, allowed: set[str], where: str) -> None:
+    unknown = set(raw) - allowed
+    if unknown:
+        raise _Invalid(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+
+
 def _poly(raw: Any, kernel: str, where: str, kind: str) -> Polynomial:
     if raw is None:
         raise _Invalid(f"{where}: missing coefficients")
@@ -373,9 +379,7 @@ def _kernel(name: str, raw: Any, where: str) -> KernelModel:
         raise _Invalid(f"{where}: unknown kernel {name!r} (known: {', '.join(sorted(KERNEL_VARIABLES))})")
     if not isinstance(raw, Mapping):
         raise _Invalid(f"{where}: expected a mapping with 'mean' (and optionally 'noise', 'pieces')")
-    unknown = set(raw) - {"mean", "noise", "pieces"}
-    if unknown:
-        raise _Invalid(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    _only(raw, {"mean", "noise", "pieces"}, where)
     base = _law(name, raw, where)
     pieces_raw = raw.get("pieces") or []
     if not isinstance(pieces_raw, list):
@@ -385,9 +389,7 @@ def _kernel(name: str, raw: Any, where: str) -> KernelModel:
         pw = f"{where}.pieces[{i}]"
         if not isinstance(p, Mapping):
             raise _Invalid(f"{pw}: expected a mapping with 'when', 'mean' (and optionally 'noise')")
-        unknown = set(p) - {"when", "mean", "noise"}
-        if unknown:
-            raise _Invalid(f"{pw}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+        _only(p, {"when", "mean", "noise"}, pw)
         when_raw = p.get("when")
         texts = when_raw if isinstance(when_raw, list) else [when_raw]
         if not texts or any(not isinstance(t, str) for t in texts):
@@ -443,9 +445,7 @@ def _kernels(raw: Any, where: str) -> dict[str, KernelModel]:
 def _host(raw: Any, where: str) -> HostModel:
     if not isinstance(raw, Mapping):
         raise _Invalid(f"{where}: expected a mapping with 'kernels' and/or 'cpus'")
-    unknown = set(raw) - {"kernels", "cpus"}
-    if unknown:
-        raise _Invalid(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    _only(raw, {"kernels", "cpus"}, where)
     cpus_raw = raw.get("cpus") or []
     if not isinstance(cpus_raw, list):
         raise _Invalid(f"{where}.cpus: expected a list (one entry per CPU)")
