@@ -69,6 +69,10 @@ def term_name(exps: Exponents, variables: tuple[str, ...]) -> str:
     return "".join(parts) if all(len(v) == 1 for v in parts) else "*".join(parts)
 
 
+def _shape(sizes: Mapping[str, Any], variables: tuple[str, ...]) -> tuple[int, ...]:
+    return np.broadcast(*[np.asarray(sizes[v], dtype=float) for v in variables]).shape
+
+
 @dataclass(frozen=True)
 class Polynomial:
     """Σ coef · Π size^exp, over the kernel's size variables."""
@@ -88,7 +92,7 @@ class Polynomial:
         return {term_name(e, self.variables): float(c) for e, c in self.terms}
 
     def __call__(self, sizes: Mapping[str, Any]) -> np.ndarray:
-        total = np.zeros(np.broadcast(*[np.asarray(sizes[v], dtype=float) for v in self.variables]).shape)
+        total = np.zeros(_shape(sizes, self.variables))
         for exps, coef in self.terms:
             value = np.full_like(total, coef, dtype=float)
             for var, e in zip(self.variables, exps):
@@ -172,7 +176,7 @@ class Piece:
     model: "KernelModel"
 
     def holds(self, sizes: Mapping[str, Any]) -> np.ndarray:
-        out = np.ones(np.broadcast(*[np.asarray(sizes[v], dtype=float) for v in self.model.variables]).shape, bool)
+        out = np.ones(_shape(sizes, self.model.variables), bool)
         for c in self.when:
             out = out & c.holds(sizes, self.model.variables)
         return out
@@ -209,7 +213,7 @@ class KernelModel:
         out = np.array(law(self.base()), dtype=float)
         if not self.pieces:
             return out
-        shape = np.broadcast(*[np.asarray(sizes[v], dtype=float) for v in self.variables]).shape
+        shape = _shape(sizes, self.variables)
         out = np.broadcast_to(out, shape).copy()
         free = np.ones(shape, bool)
         for piece in self.pieces:

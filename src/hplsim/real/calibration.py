@@ -341,12 +341,14 @@ def fit_pieces(calls: pd.DataFrame, kernel: str, pieces: Sequence[str], mean: st
     from hplsim.models.modelfile import KERNEL_VARIABLES, Condition, Piece
 
     variables = KERNEL_VARIABLES[kernel]
-    sizes = {v: calls[v].to_numpy(dtype=float) for v in variables if v in calls}
+    if not pieces or any(v not in calls for v in variables):
+        return fit_time_share(calls, kernel, mean, source)  # (which says which size is missing)
+    sizes = {v: calls[v].to_numpy(dtype=float) for v in variables}
     free = np.ones(len(calls), bool)
     fitted: list[tuple[Piece, KernelSummary]] = []
     for text in pieces:
         cond = Condition.parse(text, variables)
-        mine = free & cond.holds(sizes, variables) if len(sizes) == len(variables) else np.zeros(len(calls), bool)
+        mine = free & cond.holds(sizes, variables)
         sub = calls[mine]
         if len(sub) < MIN_PIECE_CALLS or len(sub.groupby(list(variables)).size()) < MIN_PIECE_SHAPES:
             continue

@@ -447,7 +447,7 @@ def validate_local(
     else:
         report.notes.append(f"platform given: {platform_path} (no MPI calibration)")
 
-    # 4. real runs, with the calibration's passes between their rounds
+    # 3. real runs, with the calibration's passes between their rounds
     real_path = outdir / "real.zip"
     results = _results_from_archive(real_path, configs, repeat) if have(real_path) else None
     if results is None:
@@ -458,7 +458,7 @@ def validate_local(
         results = done.results
     report.files["real"] = str(real_path)
 
-    # 5. fit, on every pass; the drift: the same calls, first pass against last
+    # 4. fit, on every pass; the drift: the same calls, first pass against last
     if calibrated_here:
         for i in range(1, passes):
             calibration_pass(i)  # the last one, and any a reused archive came without
@@ -481,7 +481,7 @@ def validate_local(
             report.notes.append("calibration reused without its machine probe (calibration/probe.json): "
                                 "the real runs' machine speed is not compared with the calibration's")
 
-    # 6. predict
+    # 5. predict
     platform = load_platform(platform_path)
     model = ModelSource.from_path(model_path)
     predictions = {}
@@ -508,7 +508,7 @@ def validate_local(
             report.probe.update({f"runs_{w}_pct": 100.0 * (report.probe[f"runs_{w}"] / reference - 1.0)
                                  for w in ("median", "min", "max")})
 
-    # 7. compare
+    # 6. compare
     for c, res in zip(configs, results):
         p = predictions[c]
         report.rows.append(Row(c, p.gflops, p.time_s, p.sim_wall_s, res, reference))
