@@ -43,7 +43,7 @@ def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
 @needs_tools
 def test_validate_tiny_end_to_end(tmp_path):
     out = tmp_path / "v"
-    r = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 1, "--quick",
+    r = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 2, "--quick",
                 "--out", out, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     # the table: one line per configuration, predicted and real Gflops, error
@@ -73,33 +73,42 @@ def test_validate_tiny_end_to_end(tmp_path):
     assert spec["mpi"] == {"iprobe_reports": "progressed"}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["summary"]["configurations"] == 2
-    # the calibration in R + 1 passes around the real runs, the models fitted on all of them
+    # the calibration in R + 1 passes: before the first round of real runs, between the
+    # rounds, after the last; the models fitted on all of them
     real_runs = read_archive(out / "real.zip").table("hpl")
-    first_run, last_end = real_runs["start"].min(), (real_runs["start"] + real_runs["wall_s"]).max()
-    ends = [datetime.fromisoformat(read_archive(out / "calibration" / f"pass-{i}" / f).metadata[key]).timestamp()
-            for i, f, key in ((0, "dtrsm.zip", "end_time"), (1, "dgemm.zip", "start_time"))]
-    assert ends[0] <= first_run and ends[1] >= last_end
-    assert not (out / "calibration" / "pass-2").exists()
+    ends = real_runs["start"] + real_runs["wall_s"]
+
+    def when(i: int) -> tuple[float, float]:
+        meta = [read_archive(out / "calibration" / f"pass-{i}" / f"{f}.zip").metadata for f in ("dgemm", "dtrsm")]
+        return (datetime.fromisoformat(meta[0]["start_time"]).timestamp(),
+                datetime.fromisoformat(meta[1]["end_time"]).timestamp())
+
+    rounds = [(real_runs["start"][real_runs["repetition"] == r].min(), ends[real_runs["repetition"] == r].max())
+              for r in (0, 1)]
+    assert when(0)[1] <= rounds[0][0]
+    assert rounds[0][1] <= when(1)[0] and when(1)[1] <= rounds[1][0]
+    assert rounds[1][1] <= when(2)[0]
+    assert not (out / "calibration" / "pass-3").exists()
     fitted_on = yaml.safe_load((out / "model.yaml").read_text())["provenance"]["dgemm_dtrsm"]
     assert sorted(fitted_on) == sorted(str(out / "calibration" / f"pass-{i}" / f"{f}.zip")
-                                       for i in (0, 1) for f in ("dgemm", "dtrsm"))
+                                       for i in (0, 1, 2) for f in ("dgemm", "dtrsm"))
     # the machine's drift: the calibration's dgemm calls, first pass against last
     drift = summary["calibration_drift"]
     assert drift["kernel"] == "dgemm" and drift["shapes"] >= 10 and abs(drift["median_pct"]) < 100
     assert "machine drift" in r.stdout
     # the machine probe: around the calibration (the reference) and around every real run
     probe = summary["machine_probe"]
-    assert len(probe["calibration"]) == 6 + 2 and probe["runs"] == 2
+    assert len(probe["calibration"]) == 6 + 2 + 2 and probe["runs"] == 4
     assert probe["reference"] == pytest.approx(statistics.median(probe["calibration"])) and probe["reference"] > 0
     assert table["machine_speed_pct"].notna().all() and (table["machine_speed_pct"].abs() < 100).all()
     assert "machine probe" in r.stdout
 
     # --reuse: nothing is measured again, the same real runs are read back
-    r2 = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 1, "--quick",
+    r2 = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 2, "--quick",
                  "--out", out, "--reuse", "--json", cwd=tmp_path)
     assert r2.returncode == 0, r2.stderr
     assert "calibrating" not in r2.stderr and "running the real HPL" not in r2.stderr
-    assert "pass 2/2" not in r2.stderr
+    assert "pass 3/3" not in r2.stderr
     doc = json.loads(r2.stdout)
     assert [row["real_gflops_median"] for row in doc["rows"]] == list(table["real_gflops_median"])
     assert [row["machine_speed_pct"] for row in doc["rows"]] == list(table["machine_speed_pct"])

@@ -396,8 +396,10 @@ def validate_local(
     if reuse and probe_file.exists():
         probes_taken = dict(json.loads(probe_file.read_text()).get("around_calibration_passes", {}))
 
+    measured: set[int] = set()  # the passes this invocation took (have() only knows --reuse)
+
     def calibration_pass(i: int) -> None:
-        if all(have(pass_dirs[i] / f"{f}.zip") for f in ("dgemm", "dtrsm")):
+        if i in measured or all(have(pass_dirs[i] / f"{f}.zip") for f in ("dgemm", "dtrsm")):
             return
         when = "before the real runs" if i == 0 else f"after round {i} of the real runs"
         n_probes = REFERENCE_PROBES if i == 0 else 1
@@ -407,6 +409,7 @@ def validate_local(
             cal.calibrate_blas_for(configs, pass_dirs[i], cores, seed, pass_settings)
             after = [probe.measure() for _ in range(n_probes)]
         probes_taken[str(i)] = before + after
+        measured.add(i)
         probe_file.write_text(json.dumps({**probe.describe(), "around_calibration_passes": probes_taken},
                                          indent=1) + "\n")
 
