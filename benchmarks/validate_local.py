@@ -10,9 +10,12 @@ probed around the calibration and around every real run (lab notebook E19), so t
 summary can also judge the model on the runs that met the machine it was fitted on.
 The kernel calibration is measured in passes, one before the real runs and one after each
 round of repetitions (lab notebook E21), so that the models describe the machine of the
-whole period the real runs met; the acceptance runs of issue 5 use --repeat 5.
+whole period the real runs met; the acceptance runs of issue 5 use --repeat 5. A short
+configuration (N = 5000: 1 s) runs more times than a long one, until its runs add up to
+--min-seconds of HPL time (lab notebook E22).
 
-    .venv/bin/python benchmarks/validate_local.py [--out DIR] [--repeat 3] [--reuse] [--json FILE]
+    .venv/bin/python benchmarks/validate_local.py [--out DIR] [--repeat 3] [--min-seconds 10] [--reuse]
+        [--json FILE]
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_json  # noqa: E402
 
 from hplsim.real.calibration import CalibrationSettings  # noqa: E402
-from hplsim.real.validate import default_configs, format_summary, format_table, validate_local  # noqa: E402
+from hplsim.real.validate import (DEFAULT_MIN_SECONDS, default_configs, format_summary, format_table,  # noqa: E402
+                                  validate_local)
 
 
 def main() -> None:
@@ -35,6 +39,8 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="output directory (default: a new validation-local-DATE/)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--min-seconds", type=float, default=DEFAULT_MIN_SECONDS,
+                    help="short configurations run until their runs add up to this much HPL time")
     ap.add_argument("--reuse", action="store_true", help="reuse the artefacts already in --out")
     ap.add_argument("--json", help="also write the report as JSON here")
     args = ap.parse_args()
@@ -43,10 +49,12 @@ def main() -> None:
     configs = default_configs()
     load0 = os.getloadavg()
     t0 = time.monotonic()
-    print(f"{len(configs)} configurations x {args.repeat} real runs; load average before: "
+    print(f"{len(configs)} configurations x {args.repeat} real runs (short ones until {args.min_seconds:g} s); "
+          f"load average before: "
           f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} on {os.cpu_count()} cores", flush=True)
     report = validate_local(configs, out, repeat=args.repeat, seed=args.seed, settings=CalibrationSettings(),
-                            reuse=args.reuse, progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
+                            reuse=args.reuse, progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True),
+                            min_seconds=args.min_seconds)
     load1 = os.getloadavg()
     print(format_table(report.rows))
     print(format_summary(report))

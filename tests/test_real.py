@@ -145,6 +145,42 @@ def test_run_real_calls_between_rounds_after_each_round_but_the_last(tmp_path):
         assert all(x.start >= t for x in runs if x.repetition > r)
 
 
+def test_min_seconds_repeats_short_configurations_in_the_later_rounds(tmp_path):
+    """A configuration whose first run is short runs again until its runs add up to
+    --min-seconds of HPL time (capped at 3 x --repeat), the extra runs in rounds 2 … R;
+    the round's hook still sees every run of round r finished before r + 1 starts."""
+    seen: list[tuple[int, float]] = []
+    configs = [HplConfig(n=400, nb=32), HplConfig(n=500, nb=32)]
+    done = run_real(configs, repeat=3, shuffle=True, seed=1, out=tmp_path / "r.zip", min_seconds=3600,
+                    between_rounds=lambda r: seen.append((r, time.time())))
+    runs = sorted((run for res in done.results for run in res.runs), key=lambda x: x.order)
+    assert [len(res.runs) for res in done.results] == [9, 9]  # 3 x --repeat: N = 400 takes milliseconds
+    assert [sum(x.repetition == r for x in runs) for r in range(3)] == [2, 8, 8]
+    assert [x.order for x in runs] == list(range(18))
+    for r, t in seen:
+        assert all(x.start + x.wall_s <= t for x in runs if x.repetition <= r)
+        assert all(x.start >= t for x in runs if x.repetition > r)
+    meta = read_archive(tmp_path / "r.zip").metadata
+    assert meta["counts"] == {"planned": 18, "measured": 18} and meta["hpl"]["min_seconds"] == 3600
+    # a configuration long enough keeps --repeat runs; 0 asks for exactly --repeat
+    plain = run_real(configs, repeat=2, min_seconds=0)
+    assert [len(res.runs) for res in plain.results] == [2, 2]
+    assert_one_line_error(run_cli("run-real", "-N", 400, "--min-seconds", -1, cwd=tmp_path), "--min-seconds")
+
+
+def test_extra_runs_are_spread_evenly_over_the_later_rounds():
+    from hplsim.real.run import _spread_extra_runs
+
+    per_round = [[1, 1, 1, 1] for _ in range(5)]
+    planned = _spread_extra_runs(per_round, [1.1, 7.7, 24.0, 0.001], min_seconds=10)
+    totals = [sum(r[i] for r in per_round) for i in range(4)]
+    assert totals == [10, 5, 5, 15] and planned == 35  # ceil(10 / 1.1); at least 5; 5; at most 15
+    assert [r[0] for r in per_round] == [1, 2, 2, 2, 3]  # 9 runs over rounds 1–4, none crowded in one
+    assert [r[3] for r in per_round] == [1, 3, 4, 3, 4]
+    one = [[1, 1]]
+    assert _spread_extra_runs(one, [0.5, 0.5], 10) == 2  # one round: no later round to put them in
+
+
 @two_cores
 def test_run_real_probe_is_local_only(tmp_path):
     (tmp_path / "hosts").write_text("localhost slots=2\n")

@@ -83,6 +83,10 @@ def test_validate_tiny_end_to_end(tmp_path):
         return (datetime.fromisoformat(meta[0]["start_time"]).timestamp(),
                 datetime.fromisoformat(meta[1]["end_time"]).timestamp())
 
+    # N = 2000 runs in a fraction of a second: each configuration runs 3 x --repeat times
+    # (--min-seconds 10), once in the first round, its other runs in the second
+    assert list(real_runs.groupby("repetition").size()) == [2, 10]
+    assert (table["real_runs"] == 6).all()
     rounds = [(real_runs["start"][real_runs["repetition"] == r].min(), ends[real_runs["repetition"] == r].max())
               for r in (0, 1)]
     assert when(0)[1] <= rounds[0][0]
@@ -98,7 +102,7 @@ def test_validate_tiny_end_to_end(tmp_path):
     assert "machine drift" in r.stdout
     # the machine probe: around the calibration (the reference) and around every real run
     probe = summary["machine_probe"]
-    assert len(probe["calibration"]) == 6 + 2 + 2 and probe["runs"] == 4
+    assert len(probe["calibration"]) == 6 + 2 + 2 and probe["runs"] == len(real_runs)
     assert probe["reference"] == pytest.approx(statistics.median(probe["calibration"])) and probe["reference"] > 0
     assert table["machine_speed_pct"].notna().all() and (table["machine_speed_pct"].abs() < 100).all()
     assert "machine probe" in r.stdout

@@ -31,6 +31,9 @@ def format_results(results: list[RealResult]) -> str:
 @hpl_options
 @click.option("--repeat", type=int, default=1, show_default=True,
               help="Run every configuration this many times (interleaved); report the median and min–max.")
+@click.option("--min-seconds", type=float, default=0.0, show_default=True,
+              help="A configuration whose first run is short runs more times, until its runs add up to this "
+                   "many seconds of HPL time (at most 3 x --repeat; the extra runs go to rounds 2 … --repeat).")
 @click.option("--shuffle/--no-shuffle", default=False, show_default=True,
               help="Shuffle the configurations within each repetition (seeded by --seed).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle.")
@@ -90,7 +93,7 @@ def run_real(**opts) -> None:
         probe = MachineProbe(real_run.available_cores()[:max(c.ranks for c in configs)], opts["seed"])
     done = real_run.run_real(configs, launch, repeat=opts["repeat"], out=opts["out"], threshold=threshold,
                              timeout=opts["timeout"], shuffle=opts["shuffle"], seed=opts["seed"], progress=say,
-                             trace=opts["trace"], probe=probe)
+                             trace=opts["trace"], probe=probe, min_seconds=opts["min_seconds"])
     if opts["as_json"]:
         json.dump([r.to_dict() for r in done.results], sys.stdout, indent=2)
         sys.stdout.write("\n")

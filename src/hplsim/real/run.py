@@ -22,6 +22,7 @@ FAILED, a crash or a timeout is an error (with the archive written up to that ru
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import random
 import re
@@ -371,6 +372,40 @@ def _failure(config: HplConfig, o: _Outcome) -> str | None:
     return None
 
 
+#: --min-seconds never makes a configuration run more than this many times --repeat
+MAX_REPEAT_FACTOR = 3
+
+
+def _rounds(per_round: list[list[int]], rng: random.Random | None, before_round: Callable[[int], None]):
+    """(round, configuration index) in the order to run them: each round holds
+    per_round[r][i] runs of configuration i, shuffled when `rng` is given. Each round's
+    plan is read after `before_round(r)`, so that the first round's times can still change
+    the later ones."""
+    for r in range(len(per_round)):
+        before_round(r)
+        idx = [i for i, k in enumerate(per_round[r]) for _ in range(k)]
+        if rng is not None:
+            rng.shuffle(idx)
+        for i in idx:
+            yield r, i
+
+
+def _spread_extra_runs(per_round: list[list[int]], first_times: Sequence[float], min_seconds: float) -> int:
+    """Give each configuration max(R, ceil(min_seconds / t)) runs in all (t: its first
+    run's time; at most MAX_REPEAT_FACTOR × R), the extra ones spread evenly over rounds
+    1 … R − 1. Returns the number of runs planned in all."""
+    repeat = len(per_round)
+    for i, t in enumerate(first_times):
+        if repeat < 2 or not t >= 0:
+            continue
+        t = max(t, 0.005)  # HPL prints its time to 0.01 s: 0.00 is a run under 5 ms
+        total = min(MAX_REPEAT_FACTOR * repeat, max(repeat, math.ceil(min_seconds / t)))
+        extra = total - repeat
+        for j in range(1, repeat):
+            per_round[j][i] = 1 + extra * j // (repeat - 1) - extra * (j - 1) // (repeat - 1)
+    return sum(map(sum, per_round))
+
+
 def run_real(
     configs: Sequence[HplConfig],
     launch: Launch | None = None,
@@ -388,6 +423,7 @@ def run_real(
     trace: bool = False,
     probe: "MachineProbe | None" = None,
     between_rounds: Callable[[int], None] | None = None,
+    min_seconds: float = 0.0,
 ) -> RealRunSet:
     """Run every configuration `repeat` times; write the archive `out` (if given); return
     the results by configuration (in the order given). Raises `RealRunError` at the first
@@ -403,6 +439,13 @@ def run_real(
     between_rounds: called with r after the last run of repetition r, before repetition
     r + 1 starts (not after the last one): `hplsim validate` measures its calibration there,
     so that the models see the machine of the whole period the real runs met.
+
+    min_seconds: a configuration whose first run took t seconds (HPL's time) runs
+    max(repeat, ceil(min_seconds / t)) times in all, at most `MAX_REPEAT_FACTOR` × repeat,
+    its extra runs spread evenly over the rounds after the first (so with repeat = 1 it
+    has no effect). A short run's result moves more with the machine's slow seconds (E19:
+    dips of 20–30 % lasting about a second), so the median of a short configuration needs
+    more runs than a long one's for the same precision.
     """
     from hplsim.hpl.build import REAL, hpl_binary
 
@@ -425,13 +468,11 @@ def run_real(
     binary = Path(binary)
     say = progress or (lambda msg: None)
 
-    plan: list[tuple[int, int]] = []  # (repetition, config index)
+    if min_seconds < 0:
+        raise HplsimError(f"--min-seconds must be at least 0, got {min_seconds:g}")
     rng = random.Random(seed)
-    for r in range(repeat):
-        idx = list(range(len(configs)))
-        if shuffle:
-            rng.shuffle(idx)
-        plan += [(r, i) for i in idx]
+    per_round = [[1] * len(configs) for _ in range(repeat)]  # runs of each configuration in each round
+    planned = len(configs) * repeat
 
     from hplsim.calibrate import metadata as md
 
@@ -453,16 +494,25 @@ def run_real(
     with tempfile.TemporaryDirectory(prefix=".hplsim-real-", dir=parent) as tmp:
         work = Path(tmp)
         try:
-            speed = probe.measure() if probe is not None and plan else None
-            for order, (r, i) in enumerate(plan):
-                if between_rounds is not None and order > 0 and plan[order - 1][0] != r:
-                    between_rounds(plan[order - 1][0])
+            speed = probe.measure() if probe is not None and configs else None
+            order = 0
+
+            def before_round(r: int) -> None:
+                nonlocal planned
+                if r == 0:
+                    return
+                if between_rounds is not None:
+                    between_rounds(r - 1)
+                if r == 1 and min_seconds > 0:
+                    planned = _spread_extra_runs(per_round, [res.runs[0].time_s for res in results], min_seconds)
+
+            for r, i in _rounds(per_round, rng if shuffle else None, before_round):
                 config = configs[i]
                 write_hpl_dat(HplParams.from_config(config, threshold=threshold), work / "HPL.dat")
                 argv = launch.argv(config.ranks, binary, ("HPLSIM_TRACE_DIR",) if trace else ())
                 load = _loadavg()
-                say(f"run {order + 1}/{len(plan)}: {config.label()} N={config.n} NB={config.nb} "
-                    f"{config.p}x{config.q} (repetition {r + 1}/{repeat}) …")
+                say(f"run {order + 1}/{planned}: {config.label()} N={config.n} NB={config.nb} "
+                    f"{config.p}x{config.q} (round {r + 1}/{repeat}) …")
                 if trace:
                     tdir = work / f"trace-{order}"
                     tdir.mkdir()
@@ -502,17 +552,19 @@ def run_real(
                     traces.append(calls)
                 busy = f", other processes kept {other_load:.2f} core(s) busy" if other_load and other_load >= 0.05 else ""
                 say(f"  {res.gflops:.4g} Gflops in {res.time_s:.2f} s, residual check {res.residual_check}{busy}")
+                order += 1
         except KeyboardInterrupt:
             status, reason = "aborted", "interrupted"
             if out is not None:
                 _write_archive(out, configs, runs, outputs, log, launch, binary, threshold, repeat, shuffle, seed,
-                               start_time, status, reason, _concat(traces) if trace else None, probe)
+                               start_time, status, reason, _concat(traces) if trace else None, probe,
+                               min_seconds, planned)
             raise
     kernels = _concat(traces) if trace else None
     archive = None
     if out is not None:
         archive = _write_archive(out, configs, runs, outputs, log, launch, binary, threshold, repeat, shuffle, seed,
-                                 start_time, status, reason, kernels, probe)
+                                 start_time, status, reason, kernels, probe, min_seconds, planned)
     if error is not None:
         if archive is not None:
             raise RealRunError(f"{error} (archive {archive}, status aborted)")
@@ -531,7 +583,8 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun], outputs: dict[str, str],
                    log: Any, launch: Launch, binary: Path, threshold: float, repeat: int, shuffle: bool, seed: int,
                    start_time: str, status: str, reason: str | None, kernels: pd.DataFrame | None = None,
-                   probe: "MachineProbe | None" = None) -> Path:
+                   probe: "MachineProbe | None" = None, min_seconds: float = 0.0,
+                   planned: int | None = None) -> Path:
     from hplsim.calibrate import metadata as md
     from hplsim.calibrate.archive import ArchiveWriter
     from hplsim.hpl.hpldat import format_hpl_dat
@@ -570,11 +623,12 @@ def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun],
         "traced": kernels is not None,
         "probe": probe.describe() if probe is not None else None,
         "hpl": {"configurations": len(configs), "repeat": repeat, "shuffled": shuffle, "seed": seed,
+                "min_seconds": min_seconds, "max_repeat": MAX_REPEAT_FACTOR * repeat,
                 "threshold": threshold, "hpl_dat": "HPL.dat lists every configuration; each run used an HPL.dat "
                                                     "holding its configuration only"},
         "cpu": md.cpu_summary(lscpu, cpuinfo), "versions": md.versions(info_log, {}, False),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "counts": {"planned": len(configs) * repeat, "measured": len(runs)},
+        "counts": {"planned": planned if planned is not None else len(configs) * repeat, "measured": len(runs)},
     })
     return w.write(out, meta, [*log.entries, *info_log.entries])
 

@@ -57,6 +57,10 @@ STEADY_PCT = 3.0
 #: probes taken before, and again after, the first kernel calibration pass (one on each side of
 #: the later passes); the median of all of them is the reference
 REFERENCE_PROBES = 3
+#: a configuration runs until its runs add up to this many seconds of HPL time (at least
+#: --repeat runs): the median of five 1-s runs (N = 5000) moved by 4–5 % (bootstrap, runs
+#: 10–12), that of five 8-s runs by 2 % (lab notebook E22)
+DEFAULT_MIN_SECONDS = 10.0
 
 
 def default_configs() -> list[HplConfig]:
@@ -329,9 +333,11 @@ def validate_local(
     reuse: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     progress: Callable[[str], None] | None = None,
+    min_seconds: float = DEFAULT_MIN_SECONDS,
 ) -> Report:
     """Calibrate, fit, predict and run every configuration for real on this host's cores;
-    write the comparison (CSV, PNG, Markdown) in `outdir`."""
+    write the comparison (CSV, PNG, Markdown) in `outdir`. Each configuration runs `repeat`
+    times, a short one more (`run_real`'s `min_seconds`)."""
     from hplsim.platform.spec import load_platform
     from hplsim.predict import ModelSource, predict
     from hplsim.real import calibration as cal
@@ -454,9 +460,11 @@ def validate_local(
     real_path = outdir / "real.zip"
     results = _results_from_archive(real_path, configs, repeat) if have(real_path) else None
     if results is None:
-        with stage(f"running the real HPL: {len(configs)} configuration(s) x {repeat} (interleaved, shuffled)"):
+        more = f", short ones until {min_seconds:g} s of HPL time" if min_seconds > 0 and repeat > 1 else ""
+        with stage(f"running the real HPL: {len(configs)} configuration(s) x {repeat}{more} (interleaved, "
+                   "shuffled)"):
             done = run_real(configs, launch, repeat=repeat, out=real_path, shuffle=True, seed=seed,
-                            timeout=timeout, progress=progress, probe=probe,
+                            timeout=timeout, progress=progress, probe=probe, min_seconds=min_seconds,
                             between_rounds=(lambda r: calibration_pass(r + 1)) if calibrated_here else None)
         results = done.results
     report.files["real"] = str(real_path)
@@ -613,7 +621,11 @@ def plot_report(report: Report, path: Path) -> None:
 
 @click.command("validate")
 @hpl_options
-@click.option("--repeat", type=int, default=3, show_default=True, help="Real runs per configuration.")
+@click.option("--repeat", type=int, default=3, show_default=True,
+              help="Rounds of real runs: every configuration runs at least this many times.")
+@click.option("--min-seconds", type=float, default=DEFAULT_MIN_SECONDS, show_default=True,
+              help="A configuration whose runs are short runs more times, until they add up to this many seconds "
+                   "of HPL time (at most 3 x --repeat; 0: exactly --repeat).")
 @click.option("--out", "-o", "outdir", type=click.Path(file_okay=False, path_type=Path),
               help="Output directory (default: validation-HOST-DATE).")
 @click.option("--quick", is_flag=True, help="Small calibrations (a first look, tests): fewer and smaller measurements.")
@@ -659,7 +671,7 @@ def validate(**opts) -> None:
         raise HplsimError(f"{outdir} is not empty: choose another --out, or --reuse its artefacts")
     say = None if opts["quiet"] else (lambda msg: click.echo(f"hplsim: {msg}", err=True))
     report = validate_local(configs, outdir, opts["repeat"], opts["seed"], settings, opts["model_path"],
-                            opts["platform_path"], opts["reuse"], opts["timeout"], say)
+                            opts["platform_path"], opts["reuse"], opts["timeout"], say, opts["min_seconds"])
     if opts["as_json"]:
         json.dump(report.to_dict(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
