@@ -17,7 +17,7 @@ import yaml
 from hplsim import __version__
 from hplsim.errors import HplsimError
 from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS
-from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, to_model_file
+from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, parse_pieces, to_model_file
 from hplsim.models.modelfile import KERNEL_VARIABLES, load_model, save_model
 from hplsim.models.piecewise import MIN_POINTS
 from hplsim.models.readers import DAHU_HOST_FORMAT, Measurements, check_values, read_measurements
@@ -68,6 +68,10 @@ def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
             raise HplsimError("the data do not say which kernel each call is (no 'function' column): give one --kernel")
         calls = calls.assign(kernel=kernels[0])
     option = parse_option(opts["option"])
+    pieces = parse_pieces(opts["pieces"])
+    for kernel in pieces:
+        if kernel not in kernels:
+            raise HplsimError(f"--piece for {kernel}, which is not fitted (kernels fitted: {', '.join(kernels)})")
     fits: list[KernelFits] = []
     for kernel in kernels:
         mine = calls[calls["kernel"] == kernel]
@@ -83,7 +87,7 @@ def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
                                                  if option is None or opts["report"] else ""))
         kf = fit_kernels(mine, kernel, option=option, per=opts["per"], criterion=opts["criterion"],
                          tolerance=opts["tolerance"], folds=opts["folds"], seed=opts["seed"],
-                         compare_options=opts["report"] is not None)
+                         compare_options=opts["report"] is not None, pieces=pieces.get(kernel, ()))
         fits.append(kf)
         _print_kernel(kf)
 
@@ -93,7 +97,9 @@ def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
         "sources": meas.sources,
         "host_mapping": opts["host_format_note"],
         "kernels": {kf.kernel: {"option": f"{kf.option[0]},{kf.option[1]}", "per": kf.per, "why": kf.reason,
-                                "calls": kf.pooled.n} for kf in fits},
+                                "calls": kf.pooled.n + sum(f.n for _, f in kf.pooled.pieces),
+                                **({"pieces": [text for text, _ in kf.pooled.pieces]} if kf.pooled.pieces else {})}
+                    for kf in fits},
     }
     if opts["base"]:
         provenance["base"] = str(opts["base"])
@@ -112,7 +118,10 @@ def _name(source: str) -> str:
 
 def _print_kernel(kf: KernelFits) -> None:
     _echo(f"{kf.kernel}: per {kf.per}, model {kf.option[0]},{kf.option[1]} ({kf.reason})")
-    rows = [("all (default)", kf.pooled), *((kf.group_label(k), f) for k, f in kf.groups.items())]
+    rows = []
+    for name, f in [("all (default)", kf.pooled), *((kf.group_label(k), f) for k, f in kf.groups.items())]:
+        rows.append((f"{name}, other calls" if f.pieces else name, f))
+        rows += [(f"{name}, {text}", pf) for text, pf in f.pieces]
     cv = {}
     for name, t in kf.tables.items():
         row = t[t["option"] == f"{kf.option[0]},{kf.option[1]}"]
@@ -129,8 +138,11 @@ def _print_kernel(kf: KernelFits) -> None:
 
 def _kernel_json(kf: KernelFits) -> dict[str, Any]:
     def one(f) -> dict[str, Any]:
-        return {"n": f.n, "r2": f.r2, "mean": f.coefficients, "se": f.se, "dropped": list(f.dropped),
-                "aic": f.aic, "bic": f.bic}
+        out = {"n": f.n, "r2": f.r2, "mean": f.coefficients, "se": f.se, "dropped": list(f.dropped),
+               "aic": f.aic, "bic": f.bic}
+        if f.pieces:  # the figures above are then those of the calls outside every piece
+            out["pieces"] = [{"when": text, **one(pf)} for text, pf in f.pieces]
+        return out
 
     return {
         "kernel": kf.kernel, "per": kf.per, "option": f"{kf.option[0]},{kf.option[1]}", "why": kf.reason,
@@ -305,6 +317,10 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--option", default="auto", show_default=True,
               help=f"Model: MEAN,NOISE with MEAN in {'/'.join(MEAN_OPTIONS)} and NOISE in {'/'.join(NOISE_OPTIONS)} "
                    "(e.g. M2,N2), or auto: the simplest option within --tolerance of the best CV error.")
+@click.option("--piece", "pieces", multiple=True, metavar="'KERNEL: CONDITION[, CONDITION]'",
+              help="Give the calls whose sizes meet the conditions a law of their own (the model file's pieces), "
+                   "e.g. 'dgemm: n > m'; repeatable: the first piece that holds claims a call, the other calls "
+                   "make the kernel's own law.")
 @click.option("--per", type=click.Choice(PER_LEVELS), default="auto", show_default=True,
               help="One model per CPU, per host, or none (pooled only); auto = the finest the data identify. "
                    "The pooled fit is always written as the 'default' entry.")

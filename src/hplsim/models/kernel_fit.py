@@ -78,6 +78,9 @@ class KernelFit:
     r2: float
     loglik: float | None  # None for N0 (no density)
     n_params: int
+    # the fits of the model's pieces, by their conditions' text ("n > m"); the figures above
+    # (n, r2, …) are then those of the calls outside every piece
+    pieces: tuple[tuple[str, "KernelFit"], ...] = ()
 
     @property
     def option(self) -> str:

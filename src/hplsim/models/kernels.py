@@ -8,15 +8,15 @@ model file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from hplsim.errors import HplsimError
 from hplsim.models.kernel_fit import KernelFit, fit_kernel
-from hplsim.models.modelfile import HostModel, ModelFile
+from hplsim.models.modelfile import KERNEL_VARIABLES, Condition, HostModel, ModelFile, Piece
 from hplsim.models.selection import (
     ALL_OPTIONS, DEFAULT_FOLDS, DEFAULT_TOLERANCE, choose, compare, parse_option, pooled_table,
 )
@@ -41,6 +41,53 @@ class KernelFits:
 
     def group_label(self, key: tuple[str, int | None]) -> str:
         return key[0] if key[1] is None else f"{key[0]} cpu{key[1]}"
+
+
+def parse_pieces(texts: Sequence[str]) -> dict[str, list[tuple[Condition, ...]]]:
+    """``--piece 'dgemm: n > m'`` (conditions joined by ``,``, all of which must hold) ->
+    {kernel: [conditions of each piece, in the order given]}."""
+    out: dict[str, list[tuple[Condition, ...]]] = {}
+    for text in texts:
+        kernel, sep, rest = str(text).partition(":")
+        kernel = kernel.strip()
+        if not sep or not rest.strip():
+            raise HplsimError(f"--piece {text!r}: expected KERNEL: CONDITION[, CONDITION …], e.g. 'dgemm: n > m'")
+        if kernel not in KERNEL_VARIABLES:
+            raise HplsimError(f"--piece {text!r}: unknown kernel {kernel!r} (known: {', '.join(sorted(KERNEL_VARIABLES))})")
+        try:
+            conds = tuple(Condition.parse(c, KERNEL_VARIABLES[kernel]) for c in rest.split(","))
+        except ValueError as exc:
+            raise HplsimError(f"--piece {text!r}: {exc}") from None
+        out.setdefault(kernel, []).append(conds)
+    return out
+
+
+def fit_pieced(calls: pd.DataFrame, kernel: str, mean: str, noise: str, pieces: Sequence[tuple[Condition, ...]],
+               *, seed: int = 0, what: str = "data") -> KernelFit:
+    """`fit_kernel`, with a law of its own for the calls of each piece (the first piece
+    whose conditions all hold claims a call, as in the emulation); the calls no piece
+    claims make the base law. Every piece, and the base, must have calls to fit."""
+    if not pieces:
+        return fit_kernel(calls, kernel, mean, noise, seed=seed, what=what)
+    variables = KERNEL_VARIABLES[kernel]
+    sizes = {v: calls[v].to_numpy(dtype=float) for v in variables if v in calls}
+    free = np.ones(len(calls), bool)
+    fitted: list[tuple[tuple[Condition, ...], KernelFit]] = []
+    for conds in pieces:
+        text = ", ".join(c.text for c in conds)
+        mine = free.copy()
+        for c in conds:
+            mine &= c.holds(sizes, variables)
+        if not mine.any():
+            raise HplsimError(f"{what}: no call where {text} (outside the pieces before it): nothing to fit that "
+                              "piece on")
+        fitted.append((conds, fit_kernel(calls[mine], kernel, mean, noise, seed=seed, what=f"{what} where {text}")))
+        free &= ~mine
+    if not free.any():
+        raise HplsimError(f"{what}: every call falls in a piece; the kernel's own law needs the calls outside them")
+    base = fit_kernel(calls[free], kernel, mean, noise, seed=seed, what=f"{what} outside the pieces")
+    model = replace(base.model, pieces=tuple(Piece(conds, f.model) for conds, f in fitted))
+    return replace(base, model=model, pieces=tuple((", ".join(c.text for c in conds), f) for conds, f in fitted))
 
 
 def resolve_per(calls: pd.DataFrame, per: str) -> str:
@@ -82,12 +129,15 @@ def fit_kernels(
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
     compare_options: bool = False,
+    pieces: Sequence[tuple[Condition, ...]] = (),
 ) -> KernelFits:
     """Fit `kernel` on its calls, per host or CPU and pooled.
 
     option: ``auto`` (the selection rule over every M × N option, on the groups'
     cross-validated errors summed), or ("M2", "N2") / ``"M2,N2"``. With a fixed option,
     `compare_options` still computes the comparison table (for the report).
+    pieces: conditions on the sizes whose calls get a law of their own (`fit_pieced`), in
+    every group; the option is chosen on the calls as a whole.
     """
     chosen = parse_option(option) if isinstance(option, str) else option
     if "kernel" in calls and calls["kernel"].notna().any():
@@ -118,15 +168,16 @@ def fit_kernels(
         reason = "given by the user"
 
     mean, noise = chosen
-    pooled = fit_kernel(mine, kernel, mean, noise, seed=seed, what=f"{kernel} (all calls)")
-    fitted = {key: fit_kernel(g, kernel, mean, noise, seed=seed, what=f"{kernel} on {label[key]}")
+    pooled = fit_pieced(mine, kernel, mean, noise, pieces, seed=seed, what=f"{kernel} (all calls)")
+    fitted = {key: fit_pieced(g, kernel, mean, noise, pieces, seed=seed, what=f"{kernel} on {label[key]}")
               for key, g in groups.items()}
     host_pooled: dict[str, KernelFit] = {}
     if per == "cpu":
         for host, g in mine.groupby("host", sort=True):
             cpus = {c for (h, c) in groups if h == str(host)}
             if cpus != set(range(max(cpus) + 1)):  # a CPU index not measured: fall back to the host's fit
-                host_pooled[str(host)] = fit_kernel(g, kernel, mean, noise, seed=seed, what=f"{kernel} on {host}")
+                host_pooled[str(host)] = fit_pieced(g, kernel, mean, noise, pieces, seed=seed,
+                                                    what=f"{kernel} on {host}")
     return KernelFits(kernel, per, chosen, reason, pooled, fitted, host_pooled, tables, summary)
 
 
