@@ -4,7 +4,8 @@ Inputs: our calibration archives (zip, see `hplsim.calibrate.archive`) and CSV f
 such as the published Dahu data (`dgemm_raw.csv`, `mpi_calibration.csv`).
 
 - kernel calls: ``kernel, m, n, k, duration, host, cpu`` (one row per call; host/cpu may
-  be missing when the data do not say where a call ran);
+  be missing when the data do not say where a call ran), and ``run`` when the data say
+  which run of a program made the call (a traced real HPL run's ``order``);
 - MPI measurements: ``operation, size, duration, cluster, host``.
 
 Where a call ran: our archives carry real host names and the CPU (socket) index within
@@ -112,6 +113,8 @@ def _kernel_table(df: pd.DataFrame, source: str, host_format: str) -> pd.DataFra
     else:
         out["host"] = None
     out["cpu"] = pd.to_numeric(df["cpu"], errors="coerce") if "cpu" in df else np.nan
+    if "order" in df:
+        out["run"] = pd.to_numeric(df["order"], errors="coerce")
     out["source"] = source
     out["row"] = df.index + 2  # line in a CSV file with one header line
     return out
