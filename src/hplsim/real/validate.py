@@ -15,8 +15,8 @@ Stages and their artefacts (all in the output directory, each reusable with --re
     model.yaml                         kernel models (hplsim fit's format)
     platform.yaml                      this machine: one node, the fitted SMPI options
     predictions.json                   hplsim predict, one simulation per configuration
-    real.zip                           hplsim run-real, R interleaved repetitions (the
-                                       calibration's passes between them)
+    real.zip                           hplsim run-real, R interleaved rounds (the calibration's
+                                       passes between them), short configurations more often
     validation.csv / .png / .md        the comparison
 
 See docs/validate.md.
@@ -66,8 +66,8 @@ DEFAULT_MIN_SECONDS = 10.0
 def default_configs() -> list[HplConfig]:
     """The default configuration set: 34 configurations of P×Q ∈ {1×2, 2×1}, N ∈ {5000,
     10000, 15000}, NB ∈ {64, 128, 256}, BCAST ∈ {1ringM, 2ring}, DEPTH ∈ {0, 1}. Real runs
-    take about 15 minutes at R = 3 on 2 idle cores of ~45 Gflops (30 when the machine is
-    shared):
+    take about 18 minutes at R = 3 on 2 idle cores of ~45 Gflops, 27 at R = 5 (each N =
+    5000 configuration runs 9–11 times to reach --min-seconds 10):
 
     - N = 5000: every NB, DEPTH and grid; both BCAST on 1×2 (on 2×1, Q = 1: a broadcast
       among one process does nothing, BCAST cannot matter) — 18 configurations;
@@ -645,8 +645,8 @@ def plot_report(report: Report, path: Path) -> None:
 def validate(**opts) -> None:
     """Calibrate this machine, fit the models, predict HPL, run the real HPL, compare.
 
-    Without HPL parameters, runs the default set (34 configurations, N = 5000–15000, 15–30
-    minutes on 2 cores; see docs/validate.md). With them (-N, --nb, -P/-Q, …, or
+    Without HPL parameters, runs the default set (34 configurations, N = 5000–15000, about
+    20 minutes on 2 cores at --repeat 3, 29 at --repeat 5; see docs/validate.md). With them (-N, --nb, -P/-Q, …, or
     --hpl-dat), validates every combination, as HPL.dat would run them.
 
     \b
