@@ -12,7 +12,7 @@ from hplsim.errors import HplsimError
 from hplsim.hpl.hpldat import read_hpl_dat
 from hplsim.hpl.options import hpl_options, params_from_options
 from hplsim.real import run as real_run
-from hplsim.real.run import DEFAULT_THRESHOLD, DEFAULT_TIMEOUT_S, LAUNCHERS, Launch, RealResult
+from hplsim.real.run import DEFAULT_THRESHOLD, DEFAULT_TIMEOUT_S, LAUNCHERS, MAX_REPEAT_FACTOR, Launch, RealResult
 
 
 def format_results(results: list[RealResult]) -> str:
@@ -33,7 +33,8 @@ def format_results(results: list[RealResult]) -> str:
               help="Run every configuration this many times (interleaved); report the median and min–max.")
 @click.option("--min-seconds", type=float, default=0.0, show_default=True,
               help="A configuration whose first run is short runs more times, until its runs add up to this "
-                   "many seconds of HPL time (at most 3 x --repeat; the extra runs go to rounds 2 … --repeat).")
+                   f"many seconds of HPL time (at most {MAX_REPEAT_FACTOR} x --repeat; the extra runs go to rounds 2 … "
+                   "--repeat).")
 @click.option("--shuffle/--no-shuffle", default=False, show_default=True,
               help="Shuffle the configurations within each repetition (seeded by --seed).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle.")

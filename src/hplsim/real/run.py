@@ -395,8 +395,10 @@ def _spread_extra_runs(per_round: list[list[int]], first_times: Sequence[float],
     run's time; at most MAX_REPEAT_FACTOR × R), the extra ones spread evenly over rounds
     1 … R − 1. Returns the number of runs planned in all."""
     repeat = len(per_round)
+    if repeat < 2:
+        return sum(map(sum, per_round))
     for i, t in enumerate(first_times):
-        if repeat < 2 or not t >= 0:
+        if not t >= 0:
             continue
         t = max(t, 0.005)  # HPL prints its time to 0.01 s: 0.00 is a run under 5 ms
         total = min(MAX_REPEAT_FACTOR * repeat, max(repeat, math.ceil(min_seconds / t)))

@@ -44,7 +44,7 @@ from hplsim.hpl.config import HplConfig
 from hplsim.hpl.hpldat import read_hpl_dat
 from hplsim.hpl.options import any_hpl_option, hpl_options, params_from_options
 from hplsim.real.calibration import CalibrationSettings
-from hplsim.real.run import DEFAULT_TIMEOUT_S, Launch, RealResult, RealRun, available_cores
+from hplsim.real.run import DEFAULT_TIMEOUT_S, MAX_REPEAT_FACTOR, Launch, RealResult, RealRun, available_cores
 
 #: median and max |error| the issue asks for, N >= TARGET_MIN_N
 TARGET_MEDIAN_PCT, TARGET_MAX_PCT, TARGET_MIN_N = 3.0, 8.0, 5000
@@ -625,7 +625,7 @@ def plot_report(report: Report, path: Path) -> None:
               help="Rounds of real runs: every configuration runs at least this many times.")
 @click.option("--min-seconds", type=float, default=DEFAULT_MIN_SECONDS, show_default=True,
               help="A configuration whose runs are short runs more times, until they add up to this many seconds "
-                   "of HPL time (at most 3 x --repeat; 0: exactly --repeat).")
+                   f"of HPL time (at most {MAX_REPEAT_FACTOR} x --repeat; 0: exactly --repeat).")
 @click.option("--out", "-o", "outdir", type=click.Path(file_okay=False, path_type=Path),
               help="Output directory (default: validation-HOST-DATE).")
 @click.option("--quick", is_flag=True, help="Small calibrations (a first look, tests): fewer and smaller measurements.")
