@@ -164,3 +164,29 @@ def test_pivot_rows_are_spread_over_the_process_rows(tmp_path):
     assert min(spread) > 0 and max(spread) / min(spread) < 1.3
     lowest = _laswp_gather_by_process_row(tmp_path / "b", "lowest-row")
     assert lowest[0] > 0 and lowest[1:] == [0.0, 0.0, 0.0]
+
+
+def test_the_row_swaps_law_follows_hpls_leading_dimension(tmp_path):
+    """E25: HPL's row swaps walk rows of A, one element per column, ld apart, and take 1.6x
+    as long when ld is a multiple of the L1 set span. The emulated HPL passes each swap's
+    real leading dimension to the runtime: at P = 1 it is N rounded up to ALIGN, so N = 1536
+    (a multiple of 512) meets the piece and N = 1544 does not."""
+    import yaml
+
+    from hplsim.real.calibration import local_platform_spec
+
+    model = {"format": "hplsim-model", "version": 1, "default": {"kernels": {
+        "dgemm": {"mean": {"mnk": 1e-11}}, "dtrsm": {"mean": {"mnk": 1e-11}},
+        "HPL_dlaswp00N": {"mean": {"mn": 1e-10},
+                          "pieces": [{"when": "ld % 512 == 0", "mean": {"intercept": 1e-3, "mn": 1e-10}}]},
+    }}}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(model))
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(local_platform_spec(2)))
+    platform = load_platform(tmp_path / "p.yaml")
+    per_call = {}
+    for n in (1536, 1544):
+        r = predict(HplConfig(n=n, nb=64, p=1, q=2), platform, ModelSource.from_path(tmp_path / "m.yaml"), seed=0,
+                    breakdown=True)
+        swaps = r.breakdown["kernels"]["HPL_dlaswp00N"]
+        per_call[n] = swaps["seconds"] / swaps["calls"]
+    assert per_call[1536] > 1e-3 > 10 * per_call[1544], per_call

@@ -186,9 +186,38 @@ def test_the_runtime_draws_from_the_piece_the_python_model_chooses(tmp_path):
         assert (draws.std() > 0) == (shape in ((1500, 1000, 64), (4000, 1000, 128), (1500, 1500, 64)))
 
 
+ALIASED_SWAP = {"HPL_dlaswp01T": {
+    "mean": {"mn": 4e-9, "intercept": 2e-6},
+    "pieces": [{"when": "ld % 512 == 0", "mean": {"mn": 6.6e-9, "intercept": 2e-6}}],
+}}
+
+
+def test_a_row_swap_piece_by_leading_dimension_round_trips_and_the_runtime_follows_it(tmp_path):
+    """The row swaps' conditions may name the call's leading dimension (`ld`, not a size of
+    the polynomial): `ld % 512 == 0` picks the calls whose columns all fall in one L1 set
+    (E25). Python and the C runtime choose the same law."""
+    model = model_from_dict(doc(ALIASED_SWAP))
+    swap = model.default.kernels["HPL_dlaswp01T"]
+    sizes = {"m": np.array([370.0, 370.0, 370.0]), "n": np.array([4000.0] * 3), "ld": np.array([2560, 2440, 1536])}
+    np.testing.assert_allclose(swap.predict(sizes), [6.6e-9 * 370 * 4000 + 2e-6, 4e-9 * 370 * 4000 + 2e-6,
+                                                     6.6e-9 * 370 * 4000 + 2e-6])
+    save_model(model, tmp_path / "m.yaml")
+    assert model_to_dict(load_model(tmp_path / "m.yaml")) == model_to_dict(model)
+    for ld in (2560, 2440, 1536, 2048 + 8):
+        _, draws = _c_draws(model, "HPL_dlaswp01T", (370, 4000, ld), 3, tmp_path)
+        expected = float(swap.predict({"m": 370.0, "n": 4000.0, "ld": float(ld)}))
+        assert draws == pytest.approx([expected] * 3, rel=1e-12), ld
+    with pytest.raises(HplsimError, match="needs each call's ld"):
+        swap.predict({"m": 370.0, "n": 4000.0})
+    with pytest.raises(HplsimError, match=r"dgemm\.pieces.*'ld' is not one of m, n, k"):
+        model_from_dict(doc({"dgemm": {"mean": {"mnk": 1e-11}, "pieces": [
+            {"when": "ld % 512 == 0", "mean": {"mnk": 1e-11}}]}}), "m.yaml")
+
+
 @pytest.mark.parametrize("pieces, message", [
     ([{"when": "n >> m", "mean": {"mnk": 1e-11}}], "is neither a size"),
     ([{"when": "n = m", "mean": {"mnk": 1e-11}}], "expected A > B"),
+    ([{"when": "m % 1 == 0", "mean": {"mnk": 1e-11}}], "modulus must be at least 2"),
     ([{"when": "q > m", "mean": {"mnk": 1e-11}}], "is neither a size"),
     ([{"when": "3 > 2", "mean": {"mnk": 1e-11}}], "does not depend on the sizes"),
     ([{"mean": {"mnk": 1e-11}}], "expected a condition"),

@@ -211,6 +211,10 @@ def test_traced_run_records_kernel_calls(tmp_path):
     region = calls[calls["function"] == "HPL_pdgesv"]["duration"]
     kernel_time = calls[calls["function"] != "HPL_pdgesv"].groupby("rank")["duration"].sum()
     assert (kernel_time <= region.max() * 1.01).all()  # calls are inside the timed region
+    # the row swaps carry the leading dimension of the rows they walk (E25): at P = 1, N
+    swaps = calls[calls["function"] == "HPL_dlaswp00N"]
+    assert not swaps.empty and (swaps["ld"] == 600).all()
+    assert calls[calls["function"] == "dgemm"]["ld"].isna().all()
     assert read_archive(tmp_path / "t.zip").has_table("kernels")
     # the same from the command line; --trace without --out is refused
     r = run_cli("run-real", "-N", 600, "--nb", 32, "-P", 1, "-Q", 2, "--trace", "--out", tmp_path / "c.zip",

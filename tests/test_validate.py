@@ -22,7 +22,7 @@ import yaml
 from hplsim.calibrate.archive import read_archive
 from hplsim.hpl.config import HplConfig
 from hplsim.models.modelfile import load_model
-from hplsim.real.calibration import hpl_blas_design, local_platform_spec, trace_configs
+from hplsim.real.calibration import hpl_blas_design, hpl_leading_dimension, local_platform_spec, trace_configs
 from hplsim.real.run import available_cores
 from hplsim.real.validate import default_configs
 
@@ -53,7 +53,8 @@ def test_validate_tiny_end_to_end(tmp_path):
     for name in ("validation.csv", "validation.png", "validation.md", "summary.json", "model.yaml",
                  "platform.yaml", "predictions.json", "real.zip", "calibration/pass-0/dgemm.zip",
                  "calibration/pass-0/dtrsm.zip", "calibration/pass-1/dgemm.zip", "calibration/pass-1/dtrsm.zip",
-                 "calibration/mpi.zip", "calibration/trace.zip"):
+                 "calibration/mpi.zip", "calibration/pass-0/trace.zip", "calibration/pass-1/trace.zip",
+                 "calibration/pass-2/trace.zip"):
         assert (out / name).exists(), name
     assert (out / "validation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = pd.read_csv(out / "validation.csv")
@@ -79,7 +80,7 @@ def test_validate_tiny_end_to_end(tmp_path):
     ends = real_runs["start"] + real_runs["wall_s"]
 
     def when(i: int) -> tuple[float, float]:
-        meta = [read_archive(out / "calibration" / f"pass-{i}" / f"{f}.zip").metadata for f in ("dgemm", "dtrsm")]
+        meta = [read_archive(out / "calibration" / f"pass-{i}" / f"{f}.zip").metadata for f in ("dgemm", "trace")]
         return (datetime.fromisoformat(meta[0]["start_time"]).timestamp(),
                 datetime.fromisoformat(meta[1]["end_time"]).timestamp())
 
@@ -96,6 +97,8 @@ def test_validate_tiny_end_to_end(tmp_path):
     fitted_on = yaml.safe_load((out / "model.yaml").read_text())["provenance"]["dgemm_dtrsm"]
     assert sorted(fitted_on) == sorted(str(out / "calibration" / f"pass-{i}" / f"{f}.zip")
                                        for i in (0, 1, 2) for f in ("dgemm", "dtrsm"))
+    traced_on = yaml.safe_load((out / "model.yaml").read_text())["provenance"]["other_kernels"]
+    assert traced_on == [str(out / "calibration" / f"pass-{i}" / "trace.zip") for i in (0, 1, 2)]
     # the machine's drift: the calibration's dgemm calls, first pass against last
     drift = summary["calibration_drift"]
     assert drift["kernel"] == "dgemm" and drift["shapes"] >= 10 and abs(drift["median_pct"]) < 100
@@ -205,11 +208,58 @@ def test_design_follows_hpl_shapes():
 
 
 def test_trace_configs_are_smaller_and_distinct():
+    """One traced run per (grid, NB, variant) below every validated N, and one more at the
+    size below it where process row 0's leading dimension is a multiple of the L1 set span
+    (E25: there HPL's row swaps take 1.6x as long)."""
+    from hplsim.real.calibration import aliased_size
+
     configs = default_configs()
-    traced = trace_configs(configs)
+    traced = trace_configs(configs, span_doubles=512)
+    keys = {(c.p, c.q, c.nb, c.depth) for c in configs}
     assert all(2500 <= c.n <= 4000 for c in traced)  # below every validated N (5000)
-    assert len(traced) == len({(c.p, c.q, c.nb, c.depth) for c in configs})
+    plain = [c for c in traced if c.n == 4000]
+    aliased = [c for c in traced if c.n != 4000]
+    assert len(plain) == len(keys) and {(c.p, c.q, c.nb, c.depth) for c in aliased} == keys
+    assert all(hpl_leading_dimension(c.n, c.nb, c.p, c.align) % 512 == 0 for c in aliased)
+    assert not any(hpl_leading_dimension(c.n, c.nb, c.p, c.align) % 512 == 0 for c in plain)
+    # P = 2: 1536 rows each at 3072 (2048 is a power of two: HPL makes it 2056); P = 1: ld = N
+    assert aliased_size(HplConfig(n=5000, nb=256, p=2, q=1), 4000, 512) == 3072
+    assert aliased_size(HplConfig(n=5000, nb=256, p=1, q=2), 4000, 512) == 3584
+    assert aliased_size(HplConfig(n=5000, nb=256, p=1, q=2), 1000, 512) is None
     assert trace_configs(configs, 1200)[0].n == 1200
+
+
+def test_row_swaps_on_an_aliased_leading_dimension_get_their_own_law():
+    """Synthetic row swaps that take 1.65x as long where ld is a multiple of 512 (what
+    HPL's dlaswp01T/06T do on this machine, E25): one law misses that class by a third;
+    with the piece both classes' totals come back within 1 %, and calls without an ld
+    (an older trace) fall to the base law."""
+    from hplsim.real.calibration import MIN_SWAP_PIECE_CALLS, fit_pieces, fit_time_share, row_swap_pieces
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for ld in (2440, 2504, 2560, 1536, 3072):
+        for m in (100, 200, 370):
+            for n in range(200, 4800, 400):
+                slow = 1.65 if ld % 512 == 0 else 1.0
+                rows.append((m, n, ld, slow * (4e-9 * m * n + 2e-6) * rng.lognormal(0, 0.02)))
+    calls = pd.DataFrame(rows, columns=["m", "n", "ld", "duration"])
+    aliased = calls["ld"] % 512 == 0
+
+    def errors(model, c=calls):
+        pred = model.predict({v: c[v].to_numpy(float) for v in ("m", "n", "ld")})
+        sel = c["ld"] % 512 == 0
+        return [100 * (pred[s].sum() / c["duration"][s].sum() - 1) for s in (sel, ~sel)]
+
+    one, _ = fit_time_share(calls, "HPL_dlaswp01T")
+    assert max(abs(e) for e in errors(one)) > 15
+    two, summary = fit_pieces(calls, "HPL_dlaswp01T", row_swap_pieces(512), min_calls=MIN_SWAP_PIECE_CALLS)
+    assert [p.when[0].text for p in two.pieces] == ["ld % 512 == 0"] and summary.pieces[0]["calls"] == aliased.sum()
+    assert max(abs(e) for e in errors(two)) < 1
+    base = two.predict({"m": np.array([370.0]), "n": np.array([4200.0]), "ld": np.array([np.nan])})
+    assert base[0] == pytest.approx(two.base().predict({"m": 370.0, "n": 4200.0}))
+    # a trace without ld: no piece
+    assert fit_pieces(calls.drop(columns="ld"), "HPL_dlaswp01T", row_swap_pieces(512))[0].pieces == ()
 
 
 def test_local_platform_spec_loads():

@@ -22,14 +22,14 @@ void HPL_dlaswp00N(const int M, const int N, double *A, const int LDA, const int
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP00N, M, N, 0);
+  hplsim_kernel(K_DLASWP00N, M, N, LDA);
 }
 
 void HPL_dlaswp10N(const int M, const int N, double *A, const int LDA, const int *IPIV)
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP10N, M, N, 0);
+  hplsim_kernel(K_DLASWP10N, M, N, LDA);
 }
 
 void HPL_dlaswp01N(const int M, const int N, double *A, const int LDA, double *U, const int LDU,
@@ -37,7 +37,7 @@ void HPL_dlaswp01N(const int M, const int N, double *A, const int LDA, double *U
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP01N, M, N, 0);
+  hplsim_kernel(K_DLASWP01N, M, N, LDA);
 }
 
 void HPL_dlaswp01T(const int M, const int N, double *A, const int LDA, double *U, const int LDU,
@@ -45,7 +45,7 @@ void HPL_dlaswp01T(const int M, const int N, double *A, const int LDA, double *U
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP01T, M, N, 0);
+  hplsim_kernel(K_DLASWP01T, M, N, LDA);
 }
 
 void HPL_dlaswp02N(const int M, const int N, const double *A, const int LDA, double *W0, double *W,
@@ -53,7 +53,7 @@ void HPL_dlaswp02N(const int M, const int N, const double *A, const int LDA, dou
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP02N, M, N, 0);
+  hplsim_kernel(K_DLASWP02N, M, N, LDA);
 }
 
 void HPL_dlaswp03N(const int M, const int N, double *U, const int LDU, const double *W0, const double *W,
@@ -61,7 +61,7 @@ void HPL_dlaswp03N(const int M, const int N, double *U, const int LDU, const dou
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP03N, M, N, 0);
+  hplsim_kernel(K_DLASWP03N, M, N, LDU);
 }
 
 void HPL_dlaswp03T(const int M, const int N, double *U, const int LDU, const double *W0, const double *W,
@@ -69,7 +69,7 @@ void HPL_dlaswp03T(const int M, const int N, double *U, const int LDU, const dou
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP03T, M, N, 0);
+  hplsim_kernel(K_DLASWP03T, M, N, LDU);
 }
 
 void HPL_dlaswp04N(const int M0, const int M1, const int N, double *U, const int LDU, double *A,
@@ -95,7 +95,7 @@ void HPL_dlaswp05N(const int M, const int N, double *A, const int LDA, const dou
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP05N, M, N, 0);
+  hplsim_kernel(K_DLASWP05N, M, N, LDA);
 }
 
 void HPL_dlaswp05T(const int M, const int N, double *A, const int LDA, const double *U, const int LDU,
@@ -103,7 +103,7 @@ void HPL_dlaswp05T(const int M, const int N, double *A, const int LDA, const dou
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP05T, M, N, 0);
+  hplsim_kernel(K_DLASWP05T, M, N, LDA);
 }
 
 void HPL_dlaswp06N(const int M, const int N, double *A, const int LDA, double *U, const int LDU,
@@ -111,7 +111,7 @@ void HPL_dlaswp06N(const int M, const int N, double *A, const int LDA, double *U
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP06N, M, N, 0);
+  hplsim_kernel(K_DLASWP06N, M, N, LDA);
 }
 
 void HPL_dlaswp06T(const int M, const int N, double *A, const int LDA, double *U, const int LDU,
@@ -119,5 +119,5 @@ void HPL_dlaswp06T(const int M, const int N, double *A, const int LDA, double *U
 {
   if (M <= 0 || N <= 0)
     return;
-  hplsim_kernel(K_DLASWP06T, M, N, 0);
+  hplsim_kernel(K_DLASWP06T, M, N, LDA);
 }

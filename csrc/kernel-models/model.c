@@ -11,7 +11,7 @@
 #define MAX_PIECES 16
 #define MAX_CONDITIONS 8
 #define NSLOTS 3
-#define TABLE_VERSION 2
+#define TABLE_VERSION 3
 
 enum family { F_NONE = 0, F_NORMAL = 1, F_HALFNORMAL = 2 };
 
@@ -33,10 +33,12 @@ typedef struct {
   poly mean, sigma;
 } component;
 
-/* A condition on the sizes: c·x + c0 > 0 (strict) or >= 0. */
+/* A condition on the sizes: c·x + c0 >= 0 (kind 0), > 0 (kind 1), or c·x a multiple of c0
+ * (kind 2: a row swap's leading dimension at a multiple of the cache's set span). */
+enum { C_GE = 0, C_GT = 1, C_MULTIPLE = 2 };
 typedef struct {
   double coef[NSLOTS], c0;
-  int strict;
+  int kind;
 } condition;
 
 /* The law of the calls whose sizes meet every condition (none: every call). */
@@ -201,7 +203,10 @@ static void read_piece(reader *r, const char *name, piece *pc)
     for (int s = 0; s < NSLOTS; s++)
       pc->cond[i].coef[s] = read_double(r);
     pc->cond[i].c0 = read_double(r);
-    pc->cond[i].strict = (int)read_long(r);
+    pc->cond[i].kind = (int)read_long(r);
+    if (!r->failed && (pc->cond[i].kind < C_GE || pc->cond[i].kind > C_MULTIPLE ||
+                       (pc->cond[i].kind == C_MULTIPLE && !(pc->cond[i].c0 >= 2.0))))
+      fail(r, "model table: %s has a malformed condition (kind %d)", name, pc->cond[i].kind);
   }
   long ncomp = read_long(r);
   if (r->failed)
@@ -365,10 +370,13 @@ static int holds(const piece *pc, const double x[NSLOTS])
 {
   for (int i = 0; i < pc->ncond; i++) {
     const condition *c = &pc->cond[i];
-    double v = c->c0;
+    double v = 0.0;
     for (int s = 0; s < NSLOTS; s++)
       v += c->coef[s] * x[s];
-    if (c->strict ? !(v > 0.0) : !(v >= 0.0))
+    if (c->kind == C_MULTIPLE) {
+      if (fmod(v, c->c0) != 0.0)
+        return 0;
+    } else if (c->kind == C_GT ? !(v + c->c0 > 0.0) : !(v + c->c0 >= 0.0))
       return 0;
   }
   return 1;

@@ -7,9 +7,6 @@
 #include "model.h"
 #include "rng.h"
 
-static const char *const names[] = {"dgemm", "dtrsm", "dgemv", "dger", "dtrsv", "daxpy", "dscal", "dswap", "idamax",
-                                    "HPL_dlacpy", "HPL_dlatcpy"};
-
 int main(int argc, char **argv)
 {
   if (argc != 11) {
@@ -30,8 +27,8 @@ int main(int argc, char **argv)
     return 0;
   }
   int kernel = -1;
-  for (int k = 0; k < (int)(sizeof names / sizeof *names); k++)
-    if (strcmp(names[k], argv[6]) == 0)
+  for (int k = 0; k < K_NKERNELS; k++)
+    if (strcmp(hplsim_kernel_name((enum hplsim_kernel)k), argv[6]) == 0)
       kernel = k;
   if (kernel < 0) {
     fprintf(stderr, "error: kernel %s not supported by the sampler\n", argv[6]);

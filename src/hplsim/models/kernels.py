@@ -16,7 +16,7 @@ import pandas as pd
 
 from hplsim.errors import HplsimError
 from hplsim.models.kernel_fit import KernelFit, fit_kernel
-from hplsim.models.modelfile import KERNEL_VARIABLES, Condition, HostModel, ModelFile, Piece
+from hplsim.models.modelfile import CONDITION_VARIABLES, KERNEL_VARIABLES, Condition, HostModel, ModelFile, Piece
 from hplsim.models.selection import (
     ALL_OPTIONS, DEFAULT_FOLDS, DEFAULT_TOLERANCE, choose, compare, parse_option, pooled_table,
 )
@@ -55,7 +55,7 @@ def parse_pieces(texts: Sequence[str]) -> dict[str, list[tuple[Condition, ...]]]
         if kernel not in KERNEL_VARIABLES:
             raise HplsimError(f"--piece {text!r}: unknown kernel {kernel!r} (known: {', '.join(sorted(KERNEL_VARIABLES))})")
         try:
-            conds = tuple(Condition.parse(c, KERNEL_VARIABLES[kernel]) for c in rest.split(","))
+            conds = tuple(Condition.parse(c, CONDITION_VARIABLES[kernel]) for c in rest.split(","))
         except ValueError as exc:
             raise HplsimError(f"--piece {text!r}: {exc}") from None
         out.setdefault(kernel, []).append(conds)
@@ -69,7 +69,7 @@ def fit_pieced(calls: pd.DataFrame, kernel: str, mean: str, noise: str, pieces: 
     claims make the base law. Every piece, and the base, must have calls to fit."""
     if not pieces:
         return fit_kernel(calls, kernel, mean, noise, seed=seed, what=what)
-    variables = KERNEL_VARIABLES[kernel]
+    variables = CONDITION_VARIABLES[kernel]
     sizes = {v: calls[v].to_numpy(dtype=float) for v in variables if v in calls}
     free = np.ones(len(calls), bool)
     fitted: list[tuple[tuple[Condition, ...], KernelFit]] = []

@@ -8,6 +8,7 @@ file never reaches the simulator.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -40,6 +41,14 @@ KERNEL_VARIABLES: dict[str, tuple[str, ...]] = {
     **{name: ("m", "n") for name in _DLASWP_MN},
     "HPL_dlaswp04N": ("m0", "m1", "n"),
     "HPL_dlaswp04T": ("m0", "m1", "n"),
+}
+
+#: What a piece's conditions may name besides the sizes: the row swaps' leading dimension
+#: (of the matrix whose rows they walk), passed in the runtime's free third slot. Their cost
+#: depends on it, not only on the sizes: 1.6x at a multiple of 4 kB (lab notebook E25).
+CONDITION_VARIABLES: dict[str, tuple[str, ...]] = {
+    **{k: v for k, v in KERNEL_VARIABLES.items()},
+    **{name: ("m", "n", "ld") for name in _DLASWP_MN},
 }
 
 NOISE_FAMILIES = ("none", "normal", "halfnormal", "mixture")
@@ -121,22 +130,33 @@ _OPERATORS = (">=", "<=", ">", "<")
 @dataclass(frozen=True)
 class Condition:
     """A comparison between two sizes (or a size and a number), ``n > m``, ``m >= 1000``,
-    ``n <= 2*m``: held as L(sizes) > 0 (strict) or >= 0, L linear in the sizes."""
+    ``n <= 2*m``: held as L(sizes) > 0 (strict) or >= 0, L linear in the sizes; or a
+    divisibility, ``ld % 512 == 0``: L(sizes) is a multiple of `modulus` (then const = 0)."""
 
     text: str
-    coefs: tuple[float, ...]  # one per size variable of the kernel
+    coefs: tuple[float, ...]  # one per condition variable of the kernel
     const: float
     strict: bool
+    modulus: int = 0
 
     @classmethod
     def parse(cls, text: str, variables: tuple[str, ...]) -> "Condition":
         text = str(text).strip()
+        divisible = _DIVISIBLE.fullmatch(text)
+        if divisible:
+            var, modulus = divisible.group(1), int(divisible.group(2))
+            if var not in variables:
+                raise ValueError(f"condition {text!r}: {var!r} is not one of {', '.join(variables)}")
+            if modulus < 2:
+                raise ValueError(f"condition {text!r}: the modulus must be at least 2")
+            coefs = tuple(1.0 if v == var else 0.0 for v in variables)
+            return cls(f"{var} % {modulus} == 0", coefs, 0.0, False, modulus)
         for op in _OPERATORS:
             if op in text:
                 left, right = (part.strip() for part in text.split(op, 1))
                 break
         else:
-            raise ValueError(f"condition {text!r}: expected A > B, A >= B, A < B or A <= B")
+            raise ValueError(f"condition {text!r}: expected A > B, A >= B, A < B, A <= B or V % K == 0")
         a, b = _linear(left, variables, text), _linear(right, variables, text)
         if op in ("<", "<="):
             a, b = b, a
@@ -146,8 +166,16 @@ class Condition:
         return cls(" ".join(f"{left} {op} {right}".split()), coefs, a[1] - b[1], op in (">", "<"))
 
     def holds(self, sizes: Mapping[str, Any], variables: tuple[str, ...]) -> np.ndarray:
+        for c, v in zip(self.coefs, variables):
+            if c and v not in sizes:
+                raise HplsimError(f"condition {self.text!r} needs each call's {v}, which these calls do not carry")
         value = self.const + sum(c * np.asarray(sizes[v], dtype=float) for c, v in zip(self.coefs, variables) if c)
+        if self.modulus:
+            return np.asarray(np.mod(value, self.modulus) == 0)
         return np.asarray(value > 0 if self.strict else value >= 0)
+
+
+_DIVISIBLE = re.compile(r"\s*([A-Za-z_]\w*)\s*%\s*(\d+)\s*==\s*0\s*")
 
 
 def _linear(side: str, variables: tuple[str, ...], text: str) -> tuple[list[float], float]:
@@ -178,7 +206,7 @@ class Piece:
     def holds(self, sizes: Mapping[str, Any]) -> np.ndarray:
         out = np.ones(_shape(sizes, self.model.variables), bool)
         for c in self.when:
-            out = out & c.holds(sizes, self.model.variables)
+            out = out & c.holds(sizes, CONDITION_VARIABLES[self.model.kernel])
         return out
 
 
@@ -399,7 +427,7 @@ def _kernel(name: str, raw: Any, where: str) -> KernelModel:
         if not texts or any(not isinstance(t, str) for t in texts):
             raise _Invalid(f"{pw}.when: expected a condition (\"n > m\") or a list of them")
         try:
-            when = tuple(Condition.parse(t, KERNEL_VARIABLES[name]) for t in texts)
+            when = tuple(Condition.parse(t, CONDITION_VARIABLES[name]) for t in texts)
         except ValueError as exc:
             raise _Invalid(f"{pw}.when: {exc}") from None
         pieces.append(Piece(when, _law(name, p, pw)))
@@ -558,7 +586,8 @@ def save_model(model: ModelFile, path: Path) -> None:
 # ----------------------------------------------------------- the emulation runtime's table
 
 #: 2: a kernel's record holds pieces (conditions, then components)
-RUNTIME_TABLE_VERSION = 2
+#: 3: a condition's last field is its kind: 0 (>= 0), 1 (> 0), 2 (a multiple of the constant)
+RUNTIME_TABLE_VERSION = 3
 _FAMILY_CODE = {"none": 0, "normal": 1, "halfnormal": 2}
 _SLOTS = 3
 
@@ -578,8 +607,9 @@ def _kernel_rt(cpu: int, m: KernelModel) -> str:
     laws = [(p.when, p.model) for p in m.pieces] + [((), m.base())]
     lines = [f"kernel {cpu} {m.kernel} {len(laws)}"]
     for when, law in laws:
-        conds = " ".join(" ".join(f"{c:.17g}" for c in (*cond.coefs, *[0.0] * (_SLOTS - len(cond.coefs)), cond.const))
-                         + f" {int(cond.strict)}" for cond in when)
+        conds = " ".join(" ".join(f"{c:.17g}" for c in (*cond.coefs, *[0.0] * (_SLOTS - len(cond.coefs)),
+                                                           cond.modulus or cond.const))
+                         + f" {2 if cond.modulus else int(cond.strict)}" for cond in when)
         lines.append(f"piece {len(when)}" + (f" {conds}" if when else ""))
         lines.append(_law_rt(law))
     return "\n".join(lines)

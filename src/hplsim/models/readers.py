@@ -38,7 +38,7 @@ NETWORK_COLUMNS = ["operation", "size", "duration", "cluster", "host"]
 # column spellings we accept -> canonical name
 _KERNEL_ALIASES = {"function": "kernel", "kernel": "kernel", "m": "m", "n": "n", "k": "k", "duration": "duration",
                    "host": "host", "hostname": "host", "cpu": "cpu", "node": "node", "side": "side",
-                   "m0": "m0", "m1": "m1"}
+                   "m0": "m0", "m1": "m1", "ld": "ld"}
 _NETWORK_ALIASES = {"operation": "operation", "experiment": "operation", "op": "operation", "size": "size",
                     "msg_size": "size", "duration": "duration", "cluster": "cluster", "host": "host"}
 _EXPECTED = ("kernel calls need m, n, duration (and k, function, host, cpu or node as the kernel and data "
@@ -92,7 +92,7 @@ def _kernel_table(df: pd.DataFrame, source: str, host_format: str) -> pd.DataFra
     df = _canonical(df, _KERNEL_ALIASES)
     out = pd.DataFrame(index=df.index)
     out["kernel"] = df["kernel"].map(_kernel_name) if "kernel" in df else None
-    for c in ("m", "n", "k", "m0", "m1"):
+    for c in ("m", "n", "k", "m0", "m1", "ld"):
         if c in df:
             out[c] = pd.to_numeric(df[c], errors="coerce")
     if "side" in df and "m" in df and "n" in df:

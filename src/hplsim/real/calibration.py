@@ -227,10 +227,43 @@ def trace_size(configs: Sequence[HplConfig]) -> int:
     return max(1, min(max(smallest // 2, big), int(0.8 * smallest)))
 
 
-def trace_configs(configs: Sequence[HplConfig], n: int | None = None) -> list[HplConfig]:
+def l1_set_span_bytes(default: int = 4096) -> int:
+    """Bytes after which an address falls in the same set of the first-level data cache
+    again (its sets × its line size, sysfs); `default` when not exposed."""
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    for d in sorted(base.glob("index*")):
+        try:
+            if (d / "level").read_text().strip() == "1" and (d / "type").read_text().strip() in ("Data", "Unified"):
+                span = int((d / "number_of_sets").read_text()) * int((d / "coherency_line_size").read_text())
+                if span > 0:
+                    return span
+        except (OSError, ValueError):
+            continue
+    return default
+
+
+def aliased_size(config: HplConfig, below: int, span_doubles: int) -> int | None:
+    """The largest N <= `below` (and above half of it) at which process row 0's leading
+    dimension is a multiple of `span_doubles`, or None.
+
+    HPL's row swaps walk rows of A, one element per column, ld apart: at a multiple of the
+    L1 data cache's set span every column of a block falls in the same set, and the same
+    swaps take 1.6× as long (lab notebook E25). Whether a validated run meets that depends
+    on its N, NB and P (N = 5000, NB = 128 or 256, P = 2: process 0 holds 2560 rows, 20 kB
+    columns), so the traced runs that fit the swaps' models must hold such calls too."""
+    for n in range(below, max(config.nb, below // 2), -1):
+        if hpl_leading_dimension(n, config.nb, config.p, config.align) % span_doubles == 0:
+            return n
+    return None
+
+
+def trace_configs(configs: Sequence[HplConfig], n: int | None = None,
+                  span_doubles: int | None = None) -> list[HplConfig]:
     """The configurations of the traced run: each distinct (grid, NB, variant) of
     `configs`, at a problem size `n` (default: `trace_size`), so that the kernels are
-    never calibrated on the runs they will predict."""
+    never calibrated on the runs they will predict; then each again at the size below it
+    where process row 0's leading dimension is a multiple of the L1 set span
+    (`aliased_size`; `span_doubles`: default from sysfs), for the row swaps' piece."""
 
     seen: dict[tuple, HplConfig] = {}
     for c in configs:
@@ -238,7 +271,13 @@ def trace_configs(configs: Sequence[HplConfig], n: int | None = None) -> list[Hp
                c.u_transposed, c.pmap, c.depth)
         seen.setdefault(key, c)
     size = n if n is not None else trace_size(configs)
-    return [replace(c, n=max(size, c.nb)) for c in seen.values()]
+    span = span_doubles if span_doubles is not None else max(1, l1_set_span_bytes() // 8)
+    out = [replace(c, n=max(size, c.nb)) for c in seen.values()]
+    for c in seen.values():
+        aliased = aliased_size(c, max(size, c.nb), span)
+        if aliased is not None and aliased != max(size, c.nb):
+            out.append(replace(c, n=aliased))
+    return out
 
 
 def trace_kernels(configs: Sequence[HplConfig], out: Path, launch, progress: Callable[[str], None] | None = None,
@@ -253,10 +292,10 @@ def trace_kernels(configs: Sequence[HplConfig], out: Path, launch, progress: Cal
     return done.archive
 
 
-def _calls_from_trace(archive: Path, with_blas: bool = False) -> pd.DataFrame:
+def _calls_from_trace(archives: Sequence[Path], with_blas: bool = False) -> pd.DataFrame:
     from hplsim.models.readers import read_measurements
 
-    meas = read_measurements([archive])
+    meas = read_measurements(list(archives))
     calls = meas.kernels
     return calls[calls["kernel"].isin(TRACED_KERNELS + (("dgemm", "dtrsm") if with_blas else ()))]
 
@@ -365,25 +404,37 @@ def _typical_factor(calls: pd.DataFrame, y: np.ndarray, fitted: np.ndarray) -> t
 DGEMM_PIECES = ("n > m",)
 #: fewest calls, and distinct shapes, a piece needs to get a law of its own
 MIN_PIECE_CALLS, MIN_PIECE_SHAPES = 20, 5
+#: fewer for the row swaps' aliased piece: a traced run makes one swap per panel and rank
+MIN_SWAP_PIECE_CALLS = 8
 
 
-def fit_pieces(calls: pd.DataFrame, kernel: str, pieces: Sequence[str], mean: str = "M2", source: str = ""):
+def row_swap_pieces(span_doubles: int) -> tuple[str, ...]:
+    """The row swaps (HPL's dlaswp kernels) whose leading dimension is a multiple of the
+    L1 set span get a law of their own (`aliased_size`; E25: 1.6–1.7× the time)."""
+    return (f"ld % {span_doubles} == 0",)
+
+
+def fit_pieces(calls: pd.DataFrame, kernel: str, pieces: Sequence[str], mean: str = "M2", source: str = "",
+               min_calls: int = MIN_PIECE_CALLS):
     """`fit_time_share`, with a law of its own for the calls of each piece (conditions on
     the sizes, as in the model file: the first that holds claims a call); the calls no
     piece claims, and those of a piece with too few calls or shapes, make the base law."""
-    from hplsim.models.modelfile import KERNEL_VARIABLES, Condition, Piece
+    from hplsim.models.modelfile import CONDITION_VARIABLES, KERNEL_VARIABLES, Condition, Piece
 
     variables = KERNEL_VARIABLES[kernel]
     if not pieces or any(v not in calls for v in variables):
         return fit_time_share(calls, kernel, mean, source)  # (which says which size is missing)
-    sizes = {v: calls[v].to_numpy(dtype=float) for v in variables}
+    cvars = CONDITION_VARIABLES[kernel]
+    sizes = {v: calls[v].to_numpy(dtype=float) for v in cvars if v in calls}
     free = np.ones(len(calls), bool)
     fitted: list[tuple[Piece, KernelSummary]] = []
     for text in pieces:
-        cond = Condition.parse(text, variables)
-        mine = free & cond.holds(sizes, variables)
+        cond = Condition.parse(text, cvars)
+        if any(c and v not in sizes for c, v in zip(cond.coefs, cvars)):
+            continue  # calls that do not carry what the piece looks at (a trace without ld)
+        mine = free & cond.holds(sizes, cvars)
         sub = calls[mine]
-        if len(sub) < MIN_PIECE_CALLS or len(sub.groupby(list(variables)).size()) < MIN_PIECE_SHAPES:
+        if len(sub) < min_calls or len(sub.groupby(list(variables)).size()) < MIN_PIECE_SHAPES:
             continue
         model, summ = fit_time_share(sub, kernel, mean, source)
         fitted.append((Piece((cond,), model), summ))
@@ -395,11 +446,12 @@ def fit_pieces(calls: pd.DataFrame, kernel: str, pieces: Sequence[str], mean: st
     return replace(base, pieces=tuple(p for p, _ in fitted)), summary
 
 
-def fit_models(blas_archives: Sequence[Path], trace_archive: Path | None, out: Path, mean: str = "M2",
+def fit_models(blas_archives: Sequence[Path], trace_archives: Sequence[Path] | Path | None, out: Path, mean: str = "M2",
                seed: int = 0, pool_traced_blas: bool = True) -> dict[str, Any]:
     """The model file `out`: dgemm/dtrsm from the calibration archives (and, with
-    `pool_traced_blas`, the traced run's dgemm/dtrsm calls too), the other kernels from
-    the traced run, each by `fit_time_share`; pooled over cores (the `default` entry: one
+    `pool_traced_blas`, the first traced archive's dgemm/dtrsm calls too), the other kernels
+    from every traced archive (one per calibration pass in validate), each by
+    `fit_time_share`; pooled over cores (the `default` entry: one
     host here). Returns a summary per kernel (calls, terms, R², error of the total on the
     fitting calls, source).
 
@@ -408,13 +460,18 @@ def fit_models(blas_archives: Sequence[Path], trace_archive: Path | None, out: P
     on a panel already in cache, 2–5× faster than the same calls started cold — the
     traced calls carry that."""
     from hplsim import __version__
-    from hplsim.models.modelfile import HostModel, ModelFile, save_model
+    from hplsim.models.modelfile import CONDITION_VARIABLES, HostModel, ModelFile, save_model
     from hplsim.models.readers import read_measurements
 
+    span = max(1, l1_set_span_bytes() // 8)
     models = {}
     summary: dict[str, Any] = {}
     blas = read_measurements(list(blas_archives)).kernels
-    traced = _calls_from_trace(trace_archive, with_blas=True) if trace_archive is not None else None
+    traces = [Path(trace_archives)] if isinstance(trace_archives, (str, Path)) else list(trace_archives or [])
+    # dgemm/dtrsm pool the first trace's calls only: the balance between the calibration's
+    # calls and HPL's that E20–E24 measured; the other kernels take every trace (E25)
+    traced = _calls_from_trace(traces[:1], with_blas=True) if traces else None
+    others = _calls_from_trace(traces) if traces else None
     for kernel in ("dgemm", "dtrsm"):
         calls = blas[blas["kernel"] == kernel]
         if calls.empty:
@@ -425,19 +482,24 @@ def fit_models(blas_archives: Sequence[Path], trace_archive: Path | None, out: P
             source = "calibration + traced HPL"
         models[kernel], s = fit_pieces(calls, kernel, DGEMM_PIECES if kernel == "dgemm" else (), mean, source)
         summary[kernel] = s.to_dict()
-    if traced is not None:
+    if others is not None:
         for kernel in TRACED_KERNELS:
-            calls = traced[traced["kernel"] == kernel]
+            calls = others[others["kernel"] == kernel]
             if calls.empty:
                 continue  # HPL does not call it in these configurations (e.g. dlaswp01 at P = 1)
-            models[kernel], s = fit_time_share(calls, kernel, mean, "traced HPL")
+            if "ld" in CONDITION_VARIABLES[kernel]:
+                models[kernel], s = fit_pieces(calls, kernel, row_swap_pieces(span), mean, "traced HPL",
+                                               min_calls=MIN_SWAP_PIECE_CALLS)
+            else:
+                models[kernel], s = fit_time_share(calls, kernel, mean, "traced HPL")
             summary[kernel] = s.to_dict()
     provenance = {
         "tool": f"hplsim {__version__} validate",
         "dgemm_dtrsm": [str(p) for p in blas_archives],
-        "other_kernels": str(trace_archive) if trace_archive else None,
+        "other_kernels": [str(t) for t in traces] or None,
         "fit": f"{mean}, every coefficient >= 0, least squares weighted by 1/duration, no noise; dgemm's calls "
-               f"where {' / '.join(DGEMM_PIECES)} in a piece of their own",
+               f"where {' / '.join(DGEMM_PIECES)} in a piece of their own; the row swaps' where "
+               f"{' / '.join(row_swap_pieces(span))} (the L1 set span) in one of theirs",
         "note": "dgemm/dtrsm: calibration tool on the cores HPL uses, design from HPL's call shapes; other "
                 "kernels: calls timed inside a traced real HPL run at a smaller N (docs/validate.md)",
     }

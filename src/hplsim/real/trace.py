@@ -30,7 +30,8 @@ WRAPPED = (
                                  "06N", "06T")),
 )
 TIMED_REGION = "HPL_pdgesv"
-TRACE_COLUMNS = ("function", "m", "n", "k", "m0", "m1", "side", "duration", "start", "host", "cpu", "core", "rank")
+TRACE_COLUMNS = ("function", "m", "n", "k", "m0", "m1", "side", "duration", "start", "host", "cpu", "core", "rank",
+                 "ld")
 
 
 def _trace_object() -> Path:

@@ -9,8 +9,9 @@ Stages and their artefacts (all in the output directory, each reusable with --re
     calibration/pass-I/dgemm.zip, dtrsm.zip
                                        dgemm/dtrsm on the cores HPL uses (HPL's call shapes),
                                        R + 1 passes: before the real runs, after each round
+    calibration/pass-I/trace.zip       in each pass too, traced real HPL runs at a smaller N:
+                                       the other kernels
     calibration/probe.json             the machine probe around each pass
-    calibration/trace.zip              a traced real HPL run at a smaller N: the other kernels
     calibration/mpi.zip                MPI between two local ranks
     model.yaml                         kernel models (hplsim fit's format)
     platform.yaml                      this machine: one node, the fitted SMPI options
@@ -404,8 +405,11 @@ def validate_local(
 
     measured: set[int] = set()  # the passes this invocation took (have() only knows --reuse)
 
+    # The traced runs (the other kernels) are taken in every pass too: the row swaps and
+    # copies are memory-bound, and their time per element moved 1.5–4x between runs minutes
+    # apart (E25); one traced run per configuration was one draw of that.
     def calibration_pass(i: int) -> None:
-        if i in measured or all(have(pass_dirs[i] / f"{f}.zip") for f in ("dgemm", "dtrsm")):
+        if i in measured or all(have(pass_dirs[i] / f"{f}.zip") for f in ("dgemm", "dtrsm", "trace")):
             return
         when = "before the real runs" if i == 0 else f"after round {i} of the real runs"
         n_probes = REFERENCE_PROBES if i == 0 else 1
@@ -414,6 +418,10 @@ def validate_local(
             before = [probe.measure() for _ in range(n_probes)]
             cal.calibrate_blas_for(configs, pass_dirs[i], cores, seed, pass_settings)
             after = [probe.measure() for _ in range(n_probes)]
+        tconfigs = cal.trace_configs(configs, settings.trace_n)
+        with stage(f"tracing the other kernels in {len(tconfigs)} real HPL run(s) at N = "
+                   f"{', '.join(sorted({str(c.n) for c in tconfigs}))}, pass {i + 1}/{passes}"):
+            cal.trace_kernels(configs, pass_dirs[i] / "trace.zip", launch, None, settings.trace_n)
         probes_taken[str(i)] = before + after
         measured.add(i)
         probe_file.write_text(json.dumps({**probe.describe(), "around_calibration_passes": probes_taken},
@@ -422,12 +430,6 @@ def validate_local(
     if calibrated_here:
         model_path = outdir / "model.yaml"
         calibration_pass(0)
-        trace = caldir / "trace.zip"
-        if not have(trace):
-            tconfigs = cal.trace_configs(configs, settings.trace_n)
-            with stage(f"tracing the other kernels in {len(tconfigs)} real HPL run(s) at N = "
-                       f"{', '.join(sorted({str(c.n) for c in tconfigs}))}"):
-                cal.trace_kernels(configs, trace, launch, None, settings.trace_n)
     else:
         report.notes.append(f"kernel models given: {model_path} (no kernel calibration)")
 
@@ -476,7 +478,7 @@ def validate_local(
         if not have(model_path):
             with stage("fitting the kernel models"):
                 archives = [d / f"{f}.zip" for d in pass_dirs for f in ("dgemm", "dtrsm")]
-                kernels = cal.fit_models(archives, trace, model_path, seed=seed)
+                kernels = cal.fit_models(archives, [d / "trace.zip" for d in pass_dirs], model_path, seed=seed)
             (outdir / "kernel-fits.json").write_text(json.dumps(kernels, indent=1, default=float) + "\n")
         report.files["model"] = str(model_path)
         report.drift = cal.calibration_drift(pass_dirs[0] / "dgemm.zip", pass_dirs[-1] / "dgemm.zip")
