@@ -239,3 +239,9 @@ def test_the_documented_pieces_example_is_a_valid_kernel():
     dgemm = model_from_dict(doc(yaml.safe_load(block))).default.kernels["dgemm"]
     assert [c.text for p in dgemm.pieces for c in p.when] == ["n > m"]
     assert dgemm.pieces[0].model.family == "halfnormal" and dgemm.family == "none"
+    # the row swaps' example: a piece on the leading dimension
+    block = text.split("## Pieces", 1)[1].split("```yaml")[2].split("```", 1)[0]
+    swap = model_from_dict(doc(yaml.safe_load(block))).default.kernels["HPL_dlaswp01T"]
+    assert [c.text for p in swap.pieces for c in p.when] == ["ld % 512 == 0"]
+    sizes = {"m": 370.0, "n": 4000.0}
+    assert swap.predict({**sizes, "ld": 2560.0}) > 1.4 * swap.predict({**sizes, "ld": 2440.0})
