@@ -47,7 +47,7 @@ KERNEL_VARIABLES: dict[str, tuple[str, ...]] = {
 #: (of the matrix whose rows they walk), passed in the runtime's free third slot. Their cost
 #: depends on it, not only on the sizes: 1.6x at a multiple of 4 kB (lab notebook E25).
 CONDITION_VARIABLES: dict[str, tuple[str, ...]] = {
-    **{k: v for k, v in KERNEL_VARIABLES.items()},
+    **KERNEL_VARIABLES,
     **{name: ("m", "n", "ld") for name in _DLASWP_MN},
 }
 
