@@ -280,24 +280,22 @@ def trace_configs(configs: Sequence[HplConfig], n: int | None = None,
     return out
 
 
-def trace_kernels(configs: Sequence[HplConfig], out: Path, launch, progress: Callable[[str], None] | None = None,
-                  n: int | None = None) -> Path:
-    """Run the traced HPL on `trace_configs(configs, n)`; the archive (kind hpl, with
-    results/kernels.csv) is `out`."""
+def trace_kernels(traced: Sequence[HplConfig], out: Path, launch,
+                  progress: Callable[[str], None] | None = None) -> Path:
+    """Run the traced HPL once on each of `traced` (`trace_configs`); the archive (kind hpl,
+    with results/kernels.csv) is `out`."""
     from hplsim.real.run import run_real
 
-    done = run_real(trace_configs(configs, n), launch, repeat=1, out=out, trace=True, progress=progress,
-                    keep_outputs=True)
+    done = run_real(traced, launch, repeat=1, out=out, trace=True, progress=progress, keep_outputs=True)
     assert done.archive is not None
     return done.archive
 
 
-def _calls_from_trace(archives: Sequence[Path], with_blas: bool = False) -> pd.DataFrame:
+def _calls_from_trace(archives: Sequence[Path]) -> pd.DataFrame:
     from hplsim.models.readers import read_measurements
 
-    meas = read_measurements(list(archives))
-    calls = meas.kernels
-    return calls[calls["kernel"].isin(TRACED_KERNELS + (("dgemm", "dtrsm") if with_blas else ()))]
+    calls = read_measurements(list(archives)).kernels
+    return calls[calls["kernel"].isin(TRACED_KERNELS + ("dgemm", "dtrsm"))]
 
 
 @dataclass
@@ -468,10 +466,10 @@ def fit_models(blas_archives: Sequence[Path], trace_archives: Sequence[Path] | P
     summary: dict[str, Any] = {}
     blas = read_measurements(list(blas_archives)).kernels
     traces = [Path(trace_archives)] if isinstance(trace_archives, (str, Path)) else list(trace_archives or [])
+    others = _calls_from_trace(traces) if traces else None
     # dgemm/dtrsm pool the first trace's calls only: the balance between the calibration's
     # calls and HPL's that E20–E24 measured; the other kernels take every trace (E25)
-    traced = _calls_from_trace(traces[:1], with_blas=True) if traces else None
-    others = _calls_from_trace(traces) if traces else None
+    traced = others[others["source"].str.startswith(f"{traces[0]}:")] if others is not None else None
     for kernel in ("dgemm", "dtrsm"):
         calls = blas[blas["kernel"] == kernel]
         if calls.empty:

@@ -421,7 +421,7 @@ def validate_local(
         tconfigs = cal.trace_configs(configs, settings.trace_n)
         with stage(f"tracing the other kernels in {len(tconfigs)} real HPL run(s) at N = "
                    f"{', '.join(sorted({str(c.n) for c in tconfigs}))}, pass {i + 1}/{passes}"):
-            cal.trace_kernels(configs, pass_dirs[i] / "trace.zip", launch, None, settings.trace_n)
+            cal.trace_kernels(tconfigs, pass_dirs[i] / "trace.zip", launch)
         probes_taken[str(i)] = before + after
         measured.add(i)
         probe_file.write_text(json.dumps({**probe.describe(), "around_calibration_passes": probes_taken},
