@@ -1,5 +1,5 @@
 /* The BLAS that HPL calls (HPL_CALL_CBLAS), as time models. Nothing is computed, except
- * dcopy: HPL_pdmxswp moves the (max, index, owner) pivot record with it.
+ * dcopy: HPL_pdmxswp moves the (max, index, owner) pivot record with it (outside the matrix).
  *
  * Each function first takes the BLAS's own quick return (an empty operand: nothing to do,
  * no time spent), as the reference BLAS and OpenBLAS do: HPL calls kernels with a zero
@@ -73,25 +73,40 @@ void cblas_dswap(const int N, double *X, const int incx, double *Y, const int in
   hplsim_kernel(K_DSWAP, N, 0, 0);
 }
 
+/* The magnitude idamax drew for the entry it returned, and where that entry is. */
+static const double *pivot_at;
+static double pivot_value;
+
 int cblas_idamax(const int N, const double *X, const int incx)
 {
   if (N <= 0)
     return 0;
   hplsim_kernel(K_IDAMAX, N, 0, 0);
-  /* HPL_dlocmax reads the entry back as the local maximum, and HPL_pdmxswp gives the pivot
-   * to the process row whose maximum is largest (ties: the lowest row). The folded matrix
-   * holds zeros, so every process would tie and the pivot would always come from the same
-   * row. Give the local maximum the law of the largest of N uniforms instead: the global
-   * pivot is then uniform over the remaining rows, as with HPL's random matrix. Nothing
-   * runs between this write and HPL's read, so other ranks sharing the folded page cannot
-   * interfere. */
+  /* HPL_dlocmax takes the entry as the local maximum, and HPL_pdmxswp gives the pivot to
+   * the process row whose maximum is largest (ties: the lowest row). The folded matrix
+   * holds no values, so every process would tie and the pivot would always come from the
+   * same row. Give the local maximum the law of the largest of N uniforms instead: the
+   * global pivot is then uniform over the remaining rows, as with HPL's random matrix.
+   * The patched HPL_dlocmax reads it back with hplsim_pivot_value, right away. */
   int i = hplsim_random_index(N);
-  ((double *)X)[(size_t)i * (size_t)incx] = hplsim_pivot_magnitude(N);
+  pivot_at = X + (size_t)i * (size_t)incx;
+  pivot_value = hplsim_pivot_magnitude(N);
   return i;
+}
+
+double hplsim_pivot_value(const double *entry)
+{
+  if (entry != pivot_at)
+    hplsim_fatal("HPL_dlocmax asked for an entry that idamax did not return");
+  return pivot_value;
 }
 
 void cblas_dcopy(const int N, const double *X, const int incx, double *Y, const int incy)
 {
+  /* The matrix holds no values (nothing reads them back); copying rows in or out of it
+   * would only touch, and so map, its pages. */
+  if (hplsim_in_matrix(X) || hplsim_in_matrix(Y))
+    return;
   for (int i = 0; i < N; i++)
     Y[i * incy] = X[i * incx];
 }

@@ -30,6 +30,9 @@ void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2);
 /* Inject the time accounted since the rank's last MPI call (called before each MPI call). */
 void hplsim_flush(void);
 
+/* How many MPI calls the rank has made (each is preceded by hplsim_flush). */
+unsigned long hplsim_mpi_calls(void);
+
 /* Whether modelled time is waiting for the rank's next MPI call. */
 int hplsim_has_pending(void);
 
@@ -47,6 +50,21 @@ void hplsim_panel_release(void *work);
 /* A folded scratch buffer of at least `size` bytes, the rank's only one (HPL's row-swap
  * work space W: used within one call, one call at a time). Never freed by the caller. */
 void *hplsim_scratch(size_t size);
+
+/* The matrix: one lazily mapped memory file shared by all ranks, one mapping per rank,
+ * never read for its values (matrix.c). */
+void *hplsim_matrix(size_t size);
+void hplsim_matrix_free(void *ptr);
+/* Where the panel factorisation's row swaps write instead of the matrix (HPL_dlocswp*):
+ * one column, the first of the rank's matrix, used with a leading dimension of 0. */
+double *hplsim_row_sink(void);
+/* Whether `p` lies in one of this rank's matrices. */
+int hplsim_in_matrix(const void *p);
+/* Gives back whatever pages of the matrix something touched (rank 0, at each panel). */
+void hplsim_matrix_recycle(void);
+
+/* The local maximum that idamax drew for the entry it returned (HPL_dlocmax). */
+double hplsim_pivot_value(const double *entry);
 
 /* Fatal error with a one-line message on stderr (the Python side reports it). */
 void hplsim_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));

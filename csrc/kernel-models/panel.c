@@ -37,6 +37,8 @@ static long fit(const buffer *b, size_t size, size_t align, size_t off, size_t l
 
 void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
 {
+  /* A new panel: give back the matrix pages that anything touched (matrix.c). */
+  hplsim_matrix_recycle();
   if (align == 0)
     align = sizeof(double);
   for (int i = 0; i < npool; i++) {

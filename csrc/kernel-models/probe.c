@@ -9,18 +9,17 @@
  * multiplies the delay by a counter that every rank's failed probe increments — a
  * function-level static in 3.32 — so with many ranks the loops oversleep; we turn it off.)
  *
- * A busy-wait is recognised as a run of failed probes of the same message (source, tag,
- * communicator) with nothing in between that advanced the rank's simulated clock. HPL's
- * non-busy probe sites can follow each other without intervening time (a swap step whose
- * kernel has nothing to do), but only a few in a row; a busy loop repeats forever. After
- * BUSY_PROBES such probes the message is reported as present, and HPL's MPI_Recv then
- * blocks until it really arrives: when the real busy loop would have seen it, give or take
- * the BUSY_PROBES probe delays already spent. HPLSIM_BUSY_WAIT=poll keeps every probe real.
- *
- * The busiest loop says so itself: HPL_pdupdate* updates in chunks while polling for the
- * next panel, and once its columns are done its loop only polls (the patch calls
- * hplsim_busy_wait there). A probe that fails right after that hint, with nothing in
- * between, is the real loop's first failed probe: the message is reported present at once.
+ * A busy-wait is recognised only where HPL's own code says it is one: the patch calls
+ * hplsim_busy_wait(tag, comm) in every loop of HPL that does nothing but probe for a panel
+ * (the `do HPL_bcast while` loops of HPL_pdgesv0/K1/K2 and HPL_pdupdate*, and the update
+ * loop of HPL_pdupdate* once its columns are done). A probe that fails right after that
+ * hint, with nothing in between (no compute pending, no MPI call, the clock unmoved), is
+ * the real loop's first failed probe: the message is reported present at once, and HPL's
+ * MPI_Recv then blocks until it really arrives, when the real loop would have seen it.
+ * Every other probe is simulated as it is. (Counting idle probes in a row, as before, also
+ * caught runs of single probes at different call sites — a spread-roll swap's steps with
+ * nothing to send — and blocking there deadlocked 8×8 runs: E26.)
+ * HPLSIM_BUSY_WAIT=poll keeps every probe real (exact, slow).
  *
  * What a probe can see depends on the MPI library (the platform's `mpi: iprobe_reports`,
  * passed as HPLSIM_IPROBE_REPORTS). SMPI's own MPI_Iprobe finds any message already sent
@@ -43,32 +42,19 @@
 
 #include "hplsim_runtime.h"
 
-/* Idle probes before a busy-wait is recognised (HPLSIM_BUSY_PROBES overrides, for
- * experiments). */
-#define BUSY_PROBES 16
-static int busy_probes = BUSY_PROBES;
-
-typedef struct {
-  int source, tag;
-  MPI_Comm comm;
-  double clock; /* simulated time when the last failed probe returned */
-  int idle_failures; /* consecutive failed probes of this message with the clock unmoved */
-} probe_state;
-
-static probe_state last;
-/* 1: busy-waits become receives, hinted or counted; 2: counted only (HPLSIM_BUSY_WAIT=count,
- * for experiments); 0: every probe is real (HPLSIM_BUSY_WAIT=poll) */
+/* 1: hinted busy-waits become receives; 0: every probe is real (HPLSIM_BUSY_WAIT=poll) */
 static int mode = -1;
 
 /* What the probes did, for the run's report: real MPI_Iprobe calls, how many failed, and
- * busy-waits ended by a hint or by counting. */
-static long probes_real, probes_failed, waits_hinted, waits_counted;
+ * busy-waits ended by a hint. */
+static long probes_real, probes_failed, waits_hinted;
 
 /* The last hplsim_busy_wait: the message the loop polls for, and when. */
 static struct {
   int set, tag;
   MPI_Comm comm;
   double clock;
+  unsigned long calls;
 } hint;
 
 /* 1: a probe reports only messages that had arrived by the rank's previous MPI call
@@ -82,11 +68,11 @@ void hplsim_busy_wait(int tag, MPI_Comm comm)
   hint.tag = tag;
   hint.comm = comm;
   hint.clock = simgrid_get_clock();
+  hint.calls = hplsim_mpi_calls();
 }
 
 static int report_present(int source, int tag, int *flag, MPI_Status *status)
 {
-  last.idle_failures = 0;
   *flag = 1;
   if (status != MPI_STATUS_IGNORE) {
     status->MPI_SOURCE = source;
@@ -100,27 +86,19 @@ int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *sta
 {
   if (mode < 0) {
     const char *env = getenv("HPLSIM_BUSY_WAIT");
-    mode = !env ? 1 : strcmp(env, "poll") == 0 ? 0 : strcmp(env, "count") == 0 ? 2 : 1;
-    const char *probes = getenv("HPLSIM_BUSY_PROBES");
-    if (probes && atoi(probes) > 0)
-      busy_probes = atoi(probes);
+    if (env && strcmp(env, "poll") != 0 && strcmp(env, "hint") != 0)
+      hplsim_fatal("HPLSIM_BUSY_WAIT must be 'hint' or 'poll', got '%s'", env);
+    mode = !(env && strcmp(env, "poll") == 0);
     const char *reports = getenv("HPLSIM_IPROBE_REPORTS");
     if (reports && strcmp(reports, "progressed") != 0 && strcmp(reports, "arrived") != 0)
       hplsim_fatal("HPLSIM_IPROBE_REPORTS must be 'arrived' or 'progressed', got '%s'", reports);
     progressed = reports && strcmp(reports, "progressed") == 0;
   }
-  /* The clock has not moved since the last failed probe or hint only if no compute is
-   * pending either (it is injected below, or was before the hint). */
-  double clock = simgrid_get_clock();
-  int idle = !hplsim_has_pending();
-  int hinted = hint.set && hint.tag == tag && hint.comm == comm && idle && clock == hint.clock;
+  /* The loop only polled since the hint if no compute is pending (it is injected below, or
+   * was before the hint), the clock has not moved and the rank made no MPI call. */
+  int hinted = hint.set && hint.tag == tag && hint.comm == comm && !hplsim_has_pending() &&
+               simgrid_get_clock() == hint.clock && hplsim_mpi_calls() == hint.calls;
   hint.set = 0;
-  int same = last.idle_failures > 0 && last.source == source && last.tag == tag && last.comm == comm &&
-             idle && clock == last.clock;
-  if (mode && same && last.idle_failures >= busy_probes) {
-    waits_counted++;
-    return report_present(source, tag, flag, status);
-  }
   int err;
   if (progressed) {
     err = MPI_Iprobe(source, tag, comm, flag, status);
@@ -130,24 +108,17 @@ int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *sta
     err = MPI_Iprobe(source, tag, comm, flag, status);
   }
   probes_real++;
-  if (err != MPI_SUCCESS || *flag) {
-    last.idle_failures = 0;
+  if (err != MPI_SUCCESS || *flag)
     return err;
-  }
   probes_failed++;
-  if (mode == 1 && hinted) {
+  if (mode && hinted) {
     waits_hinted++;
     return report_present(source, tag, flag, status);
   }
-  last.idle_failures = same ? last.idle_failures + 1 : 1;
-  last.source = source;
-  last.tag = tag;
-  last.comm = comm;
-  last.clock = simgrid_get_clock();
   return err;
 }
 
 void hplsim_probe_report(FILE *out, int rank)
 {
-  fprintf(out, "HPLSIM_PROBES %d %ld %ld %ld %ld\n", rank, probes_real, probes_failed, waits_hinted, waits_counted);
+  fprintf(out, "HPLSIM_PROBES %d %ld %ld %ld\n", rank, probes_real, probes_failed, waits_hinted);
 }

@@ -60,6 +60,9 @@ class Prediction:
     model: str
     model_digest: str
     breakdown: dict | None = None
+    # What the folding costs the kernel, outside PSS (docs/predict.md, Memory).
+    sim_mappings: int = 0
+    sim_page_table_bytes: int = 0
 
     def to_dict(self) -> dict:
         extra = {"breakdown": self.breakdown} if self.breakdown is not None else {}
@@ -71,6 +74,8 @@ class Prediction:
             "time_s": self.time_s,
             "sim_wall_s": self.sim_wall_s,
             "sim_memory_bytes": self.sim_memory_bytes,
+            "sim_mappings": self.sim_mappings,
+            "sim_page_table_bytes": self.sim_page_table_bytes,
             "platform": self.platform,
             "platform_digest": self.platform_digest,
             "model": self.model,
@@ -116,7 +121,7 @@ def _breakdown(report: str, hpl_time: float) -> dict:
     """Per rank: modelled compute time, and the rest of HPL's time (MPI: transfers and
     waiting); per kernel: calls and seconds summed over ranks."""
     compute, kernels = [], {}
-    probes = dict.fromkeys(("real", "failed", "busy_waits_hinted", "busy_waits_counted"), 0)
+    probes = dict.fromkeys(("real", "failed", "busy_waits_hinted"), 0)
     for line in report.splitlines():
         fields = line.split()
         if fields and fields[0] == "HPLSIM_PROBES":
@@ -185,6 +190,7 @@ def predict(
     return Prediction(
         config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
         platform.label, platform.digest(), model.label, model.digest, split,
+        out.peak_maps, out.peak_page_table_bytes,
     )
 
 
@@ -221,8 +227,8 @@ def _format_breakdown(p: Prediction) -> str:
     for name, k in b["kernels"].items():
         lines.append(f"    {name:<15}{k['calls']:>12} calls {k['seconds']:>12.4g} s {100 * k['seconds'] / total:>6.1f} %")
     pr = b["probes"]
-    lines.append(f"  panel probes: {pr['real']} simulated ({pr['failed']} failed); busy-waits turned into "
-                 f"receives: {pr['busy_waits_hinted']} hinted, {pr['busy_waits_counted']} after a run of idle probes")
+    lines.append(f"  panel probes: {pr['real']} simulated ({pr['failed']} failed); "
+                 f"busy-waits turned into receives: {pr['busy_waits_hinted']}")
     return "\n".join(lines)
 
 

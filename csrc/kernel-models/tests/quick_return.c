@@ -1,7 +1,9 @@
 /* Unit test of the BLAS quick returns: calls each modelled kernel with empty and non-empty
  * operands and prints which calls reached the model. Linked with blas.c and hpl_kernels.c
- * and a recording stub instead of the runtime. */
+ * and a recording stub instead of the runtime. Also: dcopy copies, except rows in or out
+ * of the matrix (here, the array `matrix`), and idamax's maximum is read back. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "hpl.h"
 #include "hplsim_runtime.h"
@@ -11,6 +13,9 @@ static int reached;
 void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2) { reached++; }
 int hplsim_random_index(int n) { return n - 1; }
 double hplsim_pivot_magnitude(int n) { return 0.5; }
+static double matrix[4];
+int hplsim_in_matrix(const void *p) { return (const double *)p >= matrix && (const double *)p < matrix + 4; }
+void hplsim_fatal(const char *fmt, ...) { puts("fatal"); exit(1); }
 
 #define CHECK(name, call)            \
   do {                               \
@@ -43,5 +48,10 @@ int main(void)
   a[0] = 1.0; a[1] = 5.0;
   cblas_dcopy(2, a, 1, b, 1);
   printf("dcopy %g %g\n", b[0], b[1]);
+  cblas_dcopy(2, a, 1, matrix, 1);
+  cblas_dcopy(2, matrix, 1, c, 1);
+  printf("dcopy_matrix %g %g %g\n", matrix[0], matrix[1], c[0]);
+  int i = cblas_idamax(3, a, 1);
+  printf("idamax_value %d %g\n", i, hplsim_pivot_value(a + i));
   return 0;
 }

@@ -1,10 +1,11 @@
 """Folded memory: huge pages when the machine offers them, and the mapping budget.
 
-SMPI folds the matrix by mapping one small file block over and over (shared malloc).
-With 4 KiB pages every 1 MiB block is one mapping whose page tables are filled at once;
-with 2 MiB huge pages the same folding costs far fewer page-table entries (4x4, N=50k:
-8.6 s instead of 14.4 s here, identical result). The number of mappings is bounded by
-``vm.max_map_count``: a run needing more is refused up front with what to do about it.
+The matrix is one lazily mapped memory file per rank (csrc/kernel-models/matrix.c): its
+cost does not grow with N². SMPI folds the panel buffers by mapping one small file block
+over and over (shared malloc): with 4 KiB pages every 1 MiB block is one mapping whose
+page tables are filled at once; with 2 MiB huge pages the same folding costs far fewer
+page-table entries. The number of mappings is bounded by ``vm.max_map_count``: a run
+needing more is refused up front with what to do about it.
 """
 
 from __future__ import annotations
@@ -62,14 +63,19 @@ def max_map_count() -> int:
 
 
 def estimated_mappings(config: HplConfig, block: int) -> int:
-    """Mappings of the folded buffers (one per block: the matrix, 8·N² bytes over all
-    ranks, and depth+1 panels per rank of about 8·NB·(N/P + N/Q) bytes each) plus what
+    """Mappings of the folded buffers: one per block of the depth+1 panels of every rank
+    (about 8·NB·(N/P + N/Q) bytes each, SMPI's shared malloc), one per rank for the matrix
+    (the runtime's lazily mapped file, csrc/kernel-models/matrix.c, whatever N), plus what
     every rank maps anyway: measured at 32x32 (19,623 mappings for 1,024 ranks), 5 for
     its private copy of the binary, about 8 anonymous (stack, data) and 6 folded-buffer
     edges; 24 leaves a margin."""
-    matrix_bytes = 8 * config.n * (config.n + 1)
     panel_bytes = (config.depth + 1) * 8 * config.nb * config.n * (config.p + config.q)
-    return (matrix_bytes + panel_bytes) // block + 24 * config.ranks
+    return panel_bytes // block + 25 * config.ranks
+
+
+# A mapping's kernel objects (this kernel's slab sizes): its vm_area_struct (192 B) and, for
+# a private or partly private one, an anon_vma_chain (64 B); 256 B is the round figure.
+MAPPING_KERNEL_BYTES = 256
 
 
 def check_mapping_budget(config: HplConfig, folding: dict[str, str]) -> None:
@@ -79,6 +85,7 @@ def check_mapping_budget(config: HplConfig, folding: dict[str, str]) -> None:
         hint = ("raise it (sysctl -w vm.max_map_count=%d)" % (2 * need)) if folding else (
             "enable huge pages (see docs/predict.md) or raise it (sysctl -w vm.max_map_count=%d)" % (2 * need))
         raise HplsimError(
-            f"N={config.n} on {config.p}x{config.q} needs about {need:,} memory mappings to fold the matrix, "
-            f"more than this machine allows (vm.max_map_count = {limit:,}): {hint}"
+            f"N={config.n} on {config.p}x{config.q} needs about {need:,} memory mappings to fold its panels "
+            f"(about {need * MAPPING_KERNEL_BYTES / 2**20:,.0f} MB of kernel memory), more than this machine "
+            f"allows (vm.max_map_count = {limit:,}): {hint}"
         )

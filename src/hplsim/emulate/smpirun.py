@@ -36,6 +36,10 @@ class SimOutput:
     stderr: str
     wall_s: float
     peak_pss_bytes: int
+    # The kernel's own cost of the folding, which PSS does not show: memory mappings (each
+    # one a kernel object, bounded by vm.max_map_count) and page tables, at their peaks.
+    peak_maps: int = 0
+    peak_page_table_bytes: int = 0
 
 
 def _descendants(pid: int) -> list[int]:
@@ -63,21 +67,39 @@ def _pss_bytes(pid: int) -> int:
     return 0
 
 
+def _maps_and_page_tables(pid: int) -> tuple[int, int]:
+    """Memory mappings of a process and its page tables (bytes)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            maps = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+        with open(f"/proc/{pid}/status") as f:
+            pte = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmPTE:")), 0)
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+    return maps, pte
+
+
 class _PssMonitor(threading.Thread):
-    """Samples the tree's PSS: often at first (short runs), then every second (reading
-    smaps_rollup walks every mapping, which is not free for big folded matrices)."""
+    """Samples the tree's PSS, mappings and page tables: often at first (short runs), then
+    every second (reading smaps_rollup walks every mapping)."""
 
     def __init__(self, pid: int):
         super().__init__(daemon=True)
         self.pid = pid
         self.peak = 0
+        self.peak_maps = 0
+        self.peak_page_tables = 0
         self.stop = threading.Event()
 
     def run(self) -> None:
         start = time.monotonic()
         while not self.stop.is_set():
-            total = sum(_pss_bytes(p) for p in _descendants(self.pid))
+            pids = _descendants(self.pid)
+            total = sum(_pss_bytes(p) for p in pids)
             self.peak = max(self.peak, total)
+            kernel = [_maps_and_page_tables(p) for p in pids]
+            self.peak_maps = max(self.peak_maps, sum(m for m, _ in kernel))
+            self.peak_page_tables = max(self.peak_page_tables, sum(t for _, t in kernel))
             elapsed = time.monotonic() - start
             self.stop.wait(0.05 if elapsed < 2 else 0.25 if elapsed < 20 else 1.0)
 
@@ -152,4 +174,8 @@ def run_smpirun(
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise HplsimError(f"simulation failed: {_failure_reason(stdout, stderr, proc.returncode)}")
-    return SimOutput(stdout, stderr, wall, monitor.peak)
+    if "Deadlock detected" in stderr:
+        # SimGrid ends a deadlocked simulation with exit code 0 and no result.
+        raise HplsimError("simulation deadlocked: every simulated rank waits for a message that "
+                          "never comes (a defect of the emulation; please report it with --keep DIR)")
+    return SimOutput(stdout, stderr, wall, monitor.peak, monitor.peak_maps, monitor.peak_page_tables)

@@ -1,0 +1,161 @@
+/* The matrix of the emulated HPL: one memory mapping per rank, whatever N.
+ *
+ * SMPI's shared malloc folds a buffer by mapping one small file block over and over, one
+ * memory mapping per block: the matrix alone needed 8·N²/2 MiB mappings (N = 500,000 on
+ * 1,024 ranks: about a million, far beyond vm.max_map_count, each costing kernel memory),
+ * and its MAP_POPULATE built page tables for all of it.
+ *
+ * Nothing in the emulated HPL depends on the matrix's values: the kernels are modelled,
+ * idamax's answer and the local maximum HPL_dlocmax reads come from the rank's pivot
+ * stream (blas.c), dcopy skips rows that go in or out of the matrix, and the panel
+ * factorisation's own row swaps (HPL_dlocswp*, patched) write into a sink: the first
+ * column of the rank's matrix (hplsim_row_sink). So the matrix is hardly touched, and
+ * needs next to no memory: every rank maps one shared memory file, once and lazily (a page
+ * exists only once something touches it). Whatever does touch it (the sink, messages of
+ * the final solve into the right-hand side) is given back at each new panel: rank 0
+ * punches the whole file, which frees its pages in every rank's mapping.
+ *
+ * Unlike SMPI's shared buffers, SMPI does not know this one: a message from or into the
+ * matrix is really copied. In HPL only the solve's short vectors (HPL_pdtrsv) travel so;
+ * panels, U and the swap buffers live in the runtime's panel and scratch buffers. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hplsim_runtime.h"
+
+/* The file is shared by all simulated ranks of the process, while each rank has its own
+ * copy of this library's globals (SMPI's dlopen privatization): the first rank to need it
+ * leaves its descriptor in the process environment, tagged with the process id so that a
+ * child process never takes a descriptor it does not have. (The kernel's process id: SMPI
+ * answers getpid() with the simulated rank's own.) */
+#define FD_ENV "HPLSIM_MATRIX_FD"
+
+#define MAX_MATRICES 4
+
+typedef struct {
+  char *base;
+  size_t size;
+  int smpi; /* folded by SMPI's shared malloc instead (HPLSIM_MATRIX=smpi) */
+} matrix;
+
+static matrix mats[MAX_MATRICES];
+static int nmats;
+static int shared_fd = -1;
+static int world_rank = -1;
+
+static long process_id(void)
+{
+  return syscall(SYS_getpid);
+}
+
+static int matrix_fd(void)
+{
+  if (shared_fd >= 0)
+    return shared_fd;
+  const char *env = getenv(FD_ENV);
+  long pid, fd;
+  if (env && sscanf(env, "%ld:%ld", &pid, &fd) == 2 && pid == process_id()) {
+    shared_fd = (int)fd;
+    return shared_fd;
+  }
+  int f = memfd_create("hplsim-matrix", MFD_CLOEXEC);
+  if (f < 0)
+    hplsim_fatal("memfd_create for the folded matrix failed: %s", strerror(errno));
+  char buf[64];
+  snprintf(buf, sizeof buf, "%ld:%d", process_id(), f);
+  setenv(FD_ENV, buf, 1);
+  shared_fd = f;
+  return shared_fd;
+}
+
+static void *remember(void *p, size_t size, int smpi)
+{
+  if (nmats == MAX_MATRICES)
+    hplsim_fatal("more than %d matrices allocated at once", MAX_MATRICES);
+  mats[nmats].base = p;
+  mats[nmats].size = size;
+  mats[nmats].smpi = smpi;
+  nmats++;
+  return p;
+}
+
+void *hplsim_matrix(size_t size)
+{
+  if (size == 0)
+    return NULL;
+  if (world_rank < 0)
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  /* SMPI's own folding (one mapping per block), kept as the reference that tests compare
+   * this one with: the predictions must be the same to the bit. */
+  const char *how = getenv("HPLSIM_MATRIX");
+  if (how && strcmp(how, "smpi") == 0) {
+    void *p = SMPI_SHARED_MALLOC(size);
+    if (!p)
+      hplsim_fatal("SMPI's shared malloc of the matrix (%zu bytes) failed", size);
+    return remember(p, size, 1);
+  }
+  int fd = matrix_fd();
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    hplsim_fatal("fstat of the folded matrix failed: %s", strerror(errno));
+  /* Every rank maps the file from offset 0: it must cover the largest rank's matrix,
+   * or a touch beyond its end would be a SIGBUS. Growing a file costs no memory. */
+  if ((off_t)size > st.st_size && ftruncate(fd, (off_t)size) != 0)
+    hplsim_fatal("sizing the folded matrix to %zu bytes failed: %s", size, strerror(errno));
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED)
+    hplsim_fatal("mapping the folded matrix (%zu bytes) failed: %s", size, strerror(errno));
+  return remember(p, size, 0);
+}
+
+void hplsim_matrix_free(void *ptr)
+{
+  if (!ptr)
+    return;
+  for (int i = 0; i < nmats; i++) {
+    if (mats[i].base == ptr) {
+      if (mats[i].smpi)
+        SMPI_SHARED_FREE(mats[i].base);
+      else
+        munmap(mats[i].base, mats[i].size);
+      mats[i] = mats[--nmats];
+      return;
+    }
+  }
+  hplsim_fatal("freeing a matrix that was not allocated by the runtime");
+}
+
+double *hplsim_row_sink(void)
+{
+  if (nmats == 0)
+    hplsim_fatal("a panel's rows were swapped before the matrix was allocated");
+  return (double *)mats[0].base;
+}
+
+int hplsim_in_matrix(const void *p)
+{
+  for (int i = 0; i < nmats; i++)
+    if ((const char *)p >= mats[i].base && (const char *)p < mats[i].base + mats[i].size)
+      return 1;
+  return 0;
+}
+
+void hplsim_matrix_recycle(void)
+{
+  if (nmats == 0 || world_rank != 0 || mats[0].smpi)
+    return;
+  int fd = matrix_fd();
+  struct stat st;
+  if (fstat(fd, &st) == 0 && st.st_blocks > 0 &&
+      fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size) != 0)
+    hplsim_fatal("releasing the folded matrix's pages failed: %s", strerror(errno));
+}
