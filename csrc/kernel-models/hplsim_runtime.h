@@ -48,6 +48,11 @@ void hplsim_panel_release(void *work);
  * work space W: used within one call, one call at a time). Never freed by the caller. */
 void *hplsim_scratch(size_t size);
 
+/* Progress for the parent (progress.c): set up from HPLSIM_PROGRESS_FD on rank 0, and
+ * called by HPL_pdpanel_init with the panel's first global column. */
+void hplsim_progress_init(int rank);
+void hplsim_progress(int ja);
+
 /* Fatal error with a one-line message on stderr (the Python side reports it). */
 void hplsim_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
