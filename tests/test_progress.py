@@ -15,7 +15,7 @@ import termios
 import pytest
 
 from hplsim.emulate.progress import (
-    PanelBar, ProgressPipe, flops_done, panel_count, parse_records, remaining_flops, work_done,
+    PanelBar, ProgressPipe, RunBars, flops_done, panel_count, parse_records, remaining_flops, work_done,
 )
 from hplsim.hpl.config import HplConfig
 from hplsim.platform.spec import load_platform
@@ -133,3 +133,27 @@ def test_bar_on_a_terminal_quiet_in_json_and_pipes():
     assert "panels" not in err
     piped = subprocess.run([*HPLSIM, *SMALL], capture_output=True, text=True, timeout=300)
     assert piped.returncode == 0 and "panels" not in piped.stderr
+
+
+def test_run_bars_one_bar_per_run_in_flight():
+    out = io.StringIO()
+    runs = {"a": (10000, 1000, "run a"), "b": (20000, 1000, "run b"), "c": (5000, 1000, "run c")}
+    bars = RunBars(runs.__getitem__, file=out)
+    bars("a", 0, 0.0)
+    bars("b", 1000, 1.0)
+    assert bars.positions == {"a": 1, "b": 2}  # under the overall bar (position 0)
+    bars.done("a")
+    bars("a", 2000, 2.0)  # a record arriving after its run ended is dropped
+    assert set(bars.bars) == {"b"}
+    bars("c", 0, 0.0)
+    assert bars.positions == {"b": 2, "c": 1}  # the freed line is reused
+    assert bars.bars["b"].bar.n == 1 and bars.bars["b"].bar.total == 20
+    bars.close()
+    assert not bars.bars
+
+
+def test_sweep_shows_each_run_on_a_terminal(tmp_path):
+    (tmp_path / "spec.yaml").write_text("hpl: {n: [3000], nb: 128, grids: [[2, 2]]}\nseeds: [1, 2]\n")
+    out, err = _run_on_pty(["sweep", str(tmp_path / "spec.yaml"), "--db", str(tmp_path / "r.sqlite"), "--jobs", "2"])
+    assert "2 runs in" in err and "2 ok" in err
+    assert "WR11C2R4 seed" in err and "/24 panels" in err  # a run's own bar

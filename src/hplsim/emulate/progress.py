@@ -160,3 +160,44 @@ class PanelBar:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class RunBars:
+    """One `PanelBar` per simulation in flight (a sweep's), under an overall bar at position
+    0: a run's bar appears with its first record and goes when `done` is called. Records
+    come from a relay thread, `done` from the coordinator: a lock keeps them apart."""
+
+    def __init__(self, describe: Callable[[str], tuple[int, int, str]], file=None):
+        self.describe = describe  # task hash -> (N, NB, label)
+        self.file = file
+        self.bars: dict[str, PanelBar] = {}
+        self.positions: dict[str, int] = {}
+        self.finished: set[str] = set()
+        self.lock = threading.Lock()
+
+    def __call__(self, key: str, ja: int, sim_time: float) -> None:
+        with self.lock:
+            if key in self.finished:
+                return
+            bar = self.bars.get(key)
+            if bar is None:
+                taken = set(self.positions.values())
+                position = self.positions[key] = next(p for p in range(1, len(self.bars) + 2) if p not in taken)
+                n, nb, label = self.describe(key)
+                bar = self.bars[key] = PanelBar(n, nb, f"  {label}: ", file=self.file, position=position, leave=False)
+            bar(ja, sim_time)
+
+    def done(self, key: str) -> None:
+        with self.lock:
+            self.finished.add(key)
+            bar = self.bars.pop(key, None)
+            self.positions.pop(key, None)
+            if bar is not None:
+                bar.close()
+
+    def close(self) -> None:
+        with self.lock:
+            for bar in self.bars.values():
+                bar.close()
+            self.bars.clear()
+            self.positions.clear()
