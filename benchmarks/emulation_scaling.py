@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import spread, write_json  # noqa: E402
 
 from hplsim.emulate.memory import hugepage_mount, max_map_count  # noqa: E402
+from hplsim.emulate.smpirun import _descendants  # noqa: E402  (the simulation's processes)
 from hplsim.hpl.config import HplConfig  # noqa: E402
 from hplsim.models.modelfile import ModelFile, load_model, save_model  # noqa: E402
 from hplsim.platform.spec import load_platform, spec_from_dict  # noqa: E402
@@ -86,20 +87,6 @@ def _vma_slab_bytes() -> int | None:
     return None
 
 
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                kids = [int(c) for c in f.read().split()]
-        except OSError:
-            continue
-        out += kids
-        todo += kids
-    return out
-
-
 def _status_kb(pid: int, key: str) -> int:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -138,7 +125,7 @@ class KernelSide:
         return self
 
     def _sample(self) -> None:
-        kids = _descendants(os.getpid())
+        kids = [p for p in _descendants(os.getpid()) if p != os.getpid()]
         self.vm_pte_kb = max(self.vm_pte_kb, sum(_status_kb(p, "VmPTE") for p in kids))
         self.pagetables_delta_kb = max(self.pagetables_delta_kb, _meminfo_kb("PageTables") - self._base_pt)
         self.mappings = max(self.mappings, max((_map_count(p) for p in kids), default=0))
