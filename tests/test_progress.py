@@ -15,7 +15,7 @@ import termios
 import pytest
 
 from hplsim.emulate.progress import (
-    PanelBar, ProgressPipe, RunBars, flops_done, panel_count, parse_records, remaining_flops, work_done,
+    PanelBar, ProgressPipe, RunBars, flops_done, panel_count, parse_records, remaining_flops,
 )
 from hplsim.hpl.config import HplConfig
 from hplsim.platform.spec import load_platform
@@ -37,8 +37,12 @@ def test_remaining_flops_is_the_sum_over_columns():
     assert remaining_flops(n) / (2 / 3 * n**3) == pytest.approx(1.0, rel=1e-5)  # HPL's count
 
 
-def test_work_done_is_monotone_and_front_loaded():
+def test_flops_done_is_monotone_and_front_loaded():
     n = 10000
+
+    def work_done(n, ja):
+        return flops_done(n, ja) / remaining_flops(n)
+
     fractions = [work_done(n, ja) for ja in range(0, n + 1, 500)]
     assert fractions[0] == 0.0 and fractions[-1] == pytest.approx(1.0)
     assert all(a < b for a, b in zip(fractions, fractions[1:]))

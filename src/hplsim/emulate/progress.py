@@ -3,8 +3,9 @@
 Rank 0 of the emulated HPL writes one line ``JA SIMULATED_TIME`` each time HPL
 initialises a panel (JA: the panel's first global column) to a pipe whose write end the
 simulation inherits (``csrc/kernel-models/progress.c``). `ProgressPipe` reads that pipe
-in a thread and hands each record to a listener; `panels_done` and `work_done` turn a
-record into the two measures of progress a bar shows.
+in a thread and hands each record to a listener; `panels_done` and `flops_done` turn a
+record into the two measures of progress a bar shows (panels for the time left, flops for
+the Gflops so far: docs/predict.md says why).
 """
 
 from __future__ import annotations
@@ -24,14 +25,6 @@ def remaining_flops(r: int) -> float:
     rank-1 update of (s-1) x s, i.e. (s-1)(2s+1). Summed: 2r³/3 + r²/2 - 7r/6; the total
     for r = N is HPL's 2N³/3 + O(N²)."""
     return (2 * r**3) / 3 + r**2 / 2 - 7 * r / 6
-
-
-def work_done(n: int, ja: int) -> float:
-    """Fraction of the factorization's flops done before column `ja` (0 … 1)."""
-    if n <= 0:
-        return 1.0
-    ja = min(max(ja, 0), n)
-    return 1.0 - remaining_flops(n - ja) / remaining_flops(n)
 
 
 def panel_count(n: int, nb: int) -> int:
@@ -110,6 +103,7 @@ class ProgressPipe:
 
 
 def flops_done(n: int, ja: int) -> float:
+    """Flops of the factorization done before column `ja`."""
     return remaining_flops(n) - remaining_flops(n - min(max(ja, 0), n))
 
 
