@@ -66,6 +66,11 @@ void hplsim_matrix_recycle(void);
 /* The local maximum that idamax drew for the entry it returned (HPL_dlocmax). */
 double hplsim_pivot_value(const double *entry);
 
+/* Progress for the parent (progress.c): set up from HPLSIM_PROGRESS_FD on rank 0, and
+ * called by HPL_pdpanel_init with the panel's first global column. */
+void hplsim_progress_init(int rank);
+void hplsim_progress(int ja);
+
 /* Fatal error with a one-line message on stderr (the Python side reports it). */
 void hplsim_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 

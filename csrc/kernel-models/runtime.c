@@ -52,6 +52,7 @@ void hplsim_runtime_init(const char *model_table, unsigned long long seed)
     hplsim_fatal("%s", err);
   hplsim_rng_seed(&noise_rng, seed, (unsigned long long)rank, 1);
   hplsim_rng_seed(&pivot_rng, seed, (unsigned long long)rank, 2);
+  hplsim_progress_init(rank);
   if (getenv("HPLSIM_REPORT_MAPPING"))
     fprintf(stderr, "HPLSIM_MAPPING %d %s %d %d\n", rank, host, local_rank, hplsim_model_cpu());
 }

@@ -7,6 +7,7 @@ the hostfile, HPL.dat and the model table.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ import click
 
 from hplsim import __version__
 from hplsim.emulate.memory import check_mapping_budget, folding_config
+from hplsim.emulate.progress import Listener, PanelBar, ProgressPipe
 from hplsim.emulate.smpirun import run_smpirun
 from hplsim.errors import HplsimError
 from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
@@ -160,7 +162,10 @@ def predict(
     timeout: float | None = DEFAULT_TIMEOUT_S,
     keep_dir: Path | None = None,
     breakdown: bool = False,
+    progress: Listener | None = None,
 ) -> Prediction:
+    """`progress`, if given, is called from a reader thread with (first column of the
+    panel HPL sets up, simulated time) as the simulation goes (emulate/progress.py)."""
     used = check_inputs(config, platform, model.model)
     folding = folding_config()
     check_mapping_budget(config, folding)
@@ -176,12 +181,14 @@ def predict(
         report = work / "kernels.txt"
         report.unlink(missing_ok=True)
         args = ["model.table", str(seed)] + ([report.name] if breakdown else [])
-        out = run_smpirun(
-            binary, args, work, work / "platform.xml", work / "hostfile",
-            config.ranks, {**folding, **platform.config}, timeout,
-            preload=None if os.environ.get("HPLSIM_THREAD_CLOCK") == "real" else preload_library(binary),
-            env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports},
-        )
+        with ProgressPipe(progress) if progress else contextlib.nullcontext() as pipe:
+            out = run_smpirun(
+                binary, args, work, work / "platform.xml", work / "hostfile",
+                config.ranks, {**folding, **platform.config}, timeout,
+                preload=None if os.environ.get("HPLSIM_THREAD_CLOCK") == "real" else preload_library(binary),
+                env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, **(pipe.env if pipe else {})},
+                pass_fds=(pipe.fd,) if pipe else (),
+            )
         if keep_dir:
             (work / "stdout.txt").write_text(out.stdout)
             (work / "stderr.txt").write_text(out.stderr)
@@ -286,9 +293,14 @@ def predict_command(**opts) -> None:
         click.echo(f"hplsim: warning: {warning}", err=True)
 
     preds = []
+    show_progress = not opts["as_json"] and sys.stderr.isatty()
     for i, config in enumerate(configs):
         keep = (opts["keep"] / f"{i:03d}-{config.label()}-{config.n}") if opts["keep"] else None
-        preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep, opts["breakdown"]))
+        desc = f"{config.label()} N={config.n}" + (f" ({i + 1}/{len(configs)})" if len(configs) > 1 else "") + ": "
+        with PanelBar(config.n, config.nb, desc, leave=False, disable=not show_progress) as bar:
+            preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep, opts["breakdown"],
+                                 progress=bar if show_progress else None))
+            bar.finish()
     doc = [p.to_dict() for p in preds]
     if opts["output"]:
         tmp = opts["output"].with_name(f".{opts['output'].name}.tmp")

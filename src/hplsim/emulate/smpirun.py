@@ -132,10 +132,12 @@ def run_smpirun(
     timeout: float | None,
     preload: Path | None = None,
     env: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> SimOutput:
     """Run `binary` under smpirun. `preload`: a library for the simulation process's
     LD_PRELOAD (the emulation's free thread clock, csrc/sim-preload); `env`: variables
-    for the emulated program's runtime (set over the caller's environment)."""
+    for the emulated program's runtime (set over the caller's environment); `pass_fds`:
+    descriptors the simulation inherits (the progress pipe)."""
     options = {**BASE_CONFIG, **config}
     argv = [
         "smpirun", "-np", str(nprocs), "-platform", str(platform_xml), "-hostfile", str(hostfile),
@@ -152,7 +154,7 @@ def run_smpirun(
     try:
         proc = subprocess.Popen(
             argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True, env=run_env,
+            start_new_session=True, env=run_env, pass_fds=pass_fds,
         )
     except FileNotFoundError:
         raise HplsimError("smpirun not found: install SimGrid (libsimgrid-dev; ./bootstrap does)") from None

@@ -23,7 +23,7 @@ from hplsim.paths import cache_dir, csrc_dir
 PATCH = "hpl-patch/hpl-2.0-hplsim.patch"
 DRIVER = "hpl-driver/hplsim_driver.c"
 RUNTIME_DIR = "kernel-models"
-RUNTIME_SOURCES = ("runtime.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c", "matrix.c")
+RUNTIME_SOURCES = ("runtime.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c", "progress.c", "matrix.c")
 SAMPLER_SOURCES = ("sampler.c", "model.c", "rng.c")
 # Preloaded into the simulation process (see the source for why).
 PRELOAD_SOURCE = "sim-preload/thread_clock.c"

@@ -1,5 +1,7 @@
 """Built-in platforms and models. The default one is Dahu (Grid'5000): the published
-platform with 32 ranks per node and the published per-CPU models, converted to our format."""
+platform with 32 ranks per node and the published per-CPU models, converted to our format.
+Stampede (TACC, 2013) is the HPL-on-SMPI paper's own supercomputer-scale case
+(docs/presets.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Callable
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
-from hplsim.presets import dahu
+from hplsim.presets import dahu, stampede
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,11 @@ PRESETS = {
         "dahu", dahu.PLATFORM_XML, dahu.MODEL_FILE, dahu.validation_config, dahu.RANKS_PER_NODE,
         "Dahu, 32 nodes x 32 cores (1,024 ranks), published per-CPU dgemm models; "
         "HPL parameters of the 2019 validation runs (N given by the user)",
+    ),
+    "stampede": Preset(
+        "stampede", stampede.PLATFORM_SPEC, stampede.MODEL_FILE, stampede.top500_config, stampede.RANKS_PER_NODE,
+        "Stampede (TACC), 6,400 nodes on an FDR fat-tree, CPU + Xeon Phi (MKL offload) dgemm/dtrsm laws; "
+        "HPL parameters of its June 2013 TOP500 run (77 x 78 ranks, NB 1024; N given by the user)",
     ),
 }
 DEFAULT = PRESETS["dahu"]

@@ -18,9 +18,10 @@ import math
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from pathlib import Path
-from typing import Iterator, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 from hplsim.errors import HplsimError
 from hplsim.sweep.tasks import Outcome, Task, now, run_chunk, run_task
@@ -92,16 +93,18 @@ def default_jobs(tasks: Sequence[Task]) -> tuple[int, str]:
 
 _WORKER_VARIANTS: Sequence[Variant] = ()
 _WORKER_BUSY = False
+_WORKER_PROGRESS = None  # a queue of (task hash, panel column, simulated time) to the coordinator
 
 
-def _worker_init(variants: Sequence[Variant]) -> None:
+def _worker_init(variants: Sequence[Variant], progress_queue=None) -> None:
     """Runs in each pool process. Ctrl-C goes to the coordinator only (it then stops the
     workers); SIGTERM ends a worker through SystemExit, which kills its simulation
     (run_smpirun kills the smpirun process group on any exception); and a worker whose
     coordinator dies, even by SIGKILL, gets SIGTERM from the kernel (Linux's
     PR_SET_PDEATHSIG) instead of finishing a run nobody will store."""
-    global _WORKER_VARIANTS
+    global _WORKER_VARIANTS, _WORKER_PROGRESS
     _WORKER_VARIANTS = variants
+    _WORKER_PROGRESS = progress_queue
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -125,8 +128,10 @@ def _on_sigterm(signum, frame) -> None:
 def _run_in_worker(task: Task) -> Outcome:
     global _WORKER_BUSY
     _WORKER_BUSY = True
+    queue = _WORKER_PROGRESS
+    progress = (lambda ja, sim_time: queue.put_nowait((task.hash, ja, sim_time))) if queue is not None else None
     try:
-        return run_task(task, _WORKER_VARIANTS[task.variant])
+        return run_task(task, _WORKER_VARIANTS[task.variant], progress)
     except SystemExit:
         # Leave now: the pool would catch SystemExit, report it and wait for more work on a
         # queue whose other end (the coordinator) may be gone.
@@ -143,6 +148,9 @@ class LocalExecutor:
     def __init__(self, jobs: int | None = None):
         self.jobs = jobs
         self.description = ""
+        # Set by the coordinator to see each run's panels: called with (task hash, panel's
+        # first column, simulated time) from a relay thread.
+        self.progress: Callable[[str, int, float], None] | None = None
 
     def check(self) -> None:
         pass
@@ -156,7 +164,12 @@ class LocalExecutor:
         # spawn, not fork: a forked worker would inherit the coordinator's open SQLite
         # connection (SQLite forbids using or closing it across fork) and its threads' locks.
         ctx = multiprocessing.get_context("spawn")
-        pool = cf.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init, initargs=(list(variants),))
+        queue = ctx.Queue() if self.progress else None
+        relay = threading.Thread(target=_relay, args=(queue, self.progress), daemon=True) if queue else None
+        if relay:
+            relay.start()
+        pool = cf.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init,
+                                      initargs=(list(variants), queue))
         futures = {pool.submit(_run_in_worker, t): t for t in largest_first(tasks)}
         finished = False
         try:
@@ -175,6 +188,24 @@ class LocalExecutor:
                 pool.shutdown(wait=True)
             else:
                 _stop_pool(pool)
+            if relay:
+                queue.put(None)
+                relay.join(timeout=5)
+
+
+def _relay(queue, listener: Callable[[str, int, float], None]) -> None:
+    """Hands the workers' progress records to the coordinator's listener until None."""
+    while True:
+        try:
+            item = queue.get()
+        except (EOFError, OSError):
+            return
+        if item is None:
+            return
+        try:
+            listener(*item)
+        except Exception:  # noqa: BLE001 - a display error must not end the sweep
+            pass
 
 
 def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from hplsim.emulate.progress import RunBars
 from hplsim.errors import HplsimError
 from hplsim.sweep.executors import Executor
 from hplsim.sweep.plan import Invalid, make_plan
@@ -136,11 +137,18 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
         sweep_id = store.begin_sweep(spec.source, spec.text, executor.name)
         status = "interrupted"
         listed_failures = 0
+        # Each run's panels under the overall bar, on a terminal, where the executor can say them.
+        per_run = RunBars(lambda h: (by_hash[h].config.n, by_hash[h].config.nb, describe_task(by_hash[h])),
+                          file=sys.stderr)
+        if progress and sys.stderr.isatty() and hasattr(executor, "progress"):
+            executor.progress = per_run
         try:
             with _sigterm_as_interrupt(), _progress_bar(len(todo), progress and bool(todo)) as bar, \
-                    contextlib.closing(executor.run(todo, plan.variants)) as outcomes:
+                    contextlib.closing(executor.run(todo, plan.variants)) as outcomes, \
+                    contextlib.closing(per_run):
                 for outcome in outcomes:
                     task = by_hash.get(outcome.hash)
+                    per_run.done(outcome.hash)
                     if task is None:
                         continue
                     store.record(task, plan.variants[task.variant], outcome, sweep_id)

@@ -69,14 +69,15 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def run_task(task: Task, variant: Variant) -> Outcome:
+def run_task(task: Task, variant: Variant, progress=None) -> Outcome:
+    """`progress`: called with (panel's first column, simulated time) as the run goes."""
     from hplsim.predict import predict  # on workers only: keeps the coordinator's import light
 
     started = now()
     begin = time.perf_counter()
     worker = socket.gethostname()
     try:
-        p = predict(task.config, variant.platform, variant.model, task.seed, task.timeout)
+        p = predict(task.config, variant.platform, variant.model, task.seed, task.timeout, progress=progress)
     except HplsimError as exc:
         return Outcome(task.hash, "failed", error=str(exc), started_at=started, finished_at=now(), worker=worker,
                        sim_wall_s=time.perf_counter() - begin)
