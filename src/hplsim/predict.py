@@ -20,6 +20,7 @@ import click
 from hplsim import __version__
 from hplsim.emulate.memory import check_mapping_budget, folding_config
 from hplsim.emulate.smpirun import run_smpirun
+from hplsim.emulate.trace import TraceRequest, trace_env, write_run_trace
 from hplsim.errors import HplsimError
 from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
 from hplsim.hpl.config import HplConfig, HplParams
@@ -155,6 +156,7 @@ def predict(
     timeout: float | None = DEFAULT_TIMEOUT_S,
     keep_dir: Path | None = None,
     breakdown: bool = False,
+    trace: TraceRequest | None = None,
 ) -> Prediction:
     used = check_inputs(config, platform, model.model)
     folding = folding_config()
@@ -171,21 +173,25 @@ def predict(
         report = work / "kernels.txt"
         report.unlink(missing_ok=True)
         args = ["model.table", str(seed)] + ([report.name] if breakdown else [])
+        trace_cfg, trace_vars = trace_env(trace, work) if trace else ({}, {})
         out = run_smpirun(
             binary, args, work, work / "platform.xml", work / "hostfile",
-            config.ranks, {**folding, **platform.config}, timeout,
+            config.ranks, {**folding, **platform.config, **trace_cfg}, timeout,
             preload=None if os.environ.get("HPLSIM_THREAD_CLOCK") == "real" else preload_library(binary),
-            env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports},
+            env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, **trace_vars},
         )
         if keep_dir:
             (work / "stdout.txt").write_text(out.stdout)
             (work / "stderr.txt").write_text(out.stderr)
         time_s, gflops = _parse_result(out.stdout, config)
         split = _breakdown(report.read_text() if report.exists() else "", time_s) if breakdown else None
-    return Prediction(
-        config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
-        platform.label, platform.digest(), model.label, model.digest, split,
-    )
+        pred = Prediction(
+            config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
+            platform.label, platform.digest(), model.label, model.digest, split,
+        )
+        if trace:
+            write_run_trace(trace, work, pred.to_dict())
+    return pred
 
 
 # ------------------------------------------------------------------------------- CLI
@@ -242,6 +248,11 @@ def _format_breakdown(p: Prediction) -> str:
 @click.option("--keep", type=click.Path(path_type=Path), help="Keep the run directory (inputs, HPL output) here.")
 @click.option("--breakdown", is_flag=True,
               help="Also report each rank's time split (modelled compute vs MPI) and the time per kernel.")
+@click.option("--trace", "trace_dir", type=click.Path(path_type=Path),
+              help="Record every rank's kernels, MPI calls and waits into this directory (docs/formats/trace.md).")
+@click.option("--trace-panels", type=click.IntRange(min=1),
+              help="With --trace: record only HPL's first K panels (cheap at any rank count).")
+@click.option("--trace-paje", is_flag=True, help="With --trace: also write SMPI's own Paje trace (ViTE) there.")
 def predict_command(**opts) -> None:
     """Predict HPL's Gflops on a simulated platform by emulating HPL under SimGrid/SMPI.
 
@@ -279,10 +290,11 @@ def predict_command(**opts) -> None:
     if warning:
         click.echo(f"hplsim: warning: {warning}", err=True)
 
+    trace = TraceRequest.from_options(opts["trace_dir"], opts["trace_panels"], opts["trace_paje"], len(configs))
     preds = []
     for i, config in enumerate(configs):
         keep = (opts["keep"] / f"{i:03d}-{config.label()}-{config.n}") if opts["keep"] else None
-        preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep, opts["breakdown"]))
+        preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep, opts["breakdown"], trace))
     doc = [p.to_dict() for p in preds]
     if opts["output"]:
         tmp = opts["output"].with_name(f".{opts['output'].name}.tmp")
