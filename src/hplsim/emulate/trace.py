@@ -141,12 +141,14 @@ def _raw_events(raw: Path, ranks: int) -> tuple[pd.DataFrame, np.ndarray]:
     return out, regions
 
 
-def _waits(ev: pd.DataFrame) -> np.ndarray:
+def _waits(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Seconds of each interval spent waiting for a peer: a receive (or its wait) before
     its message was sent (late sender), a synchronous send (or its wait) before its receive
     was posted (late receiver), and failed probes (polling). Messages are matched as MPI
-    orders them: the i-th send from s to d with tag t is the i-th such receive."""
+    orders them: the i-th send from s to d with tag t is the i-th such receive.
+    Also returns when the peer's side of each message began (NaN: no message)."""
     wait = np.zeros(len(ev))
+    peer_start = np.full(len(ev), np.nan)
     dur = (ev["end_s"] - ev["start_s"]).to_numpy()
     name = ev["name"].astype(str).to_numpy()
     wait[name == "MPI_Iprobe(miss)"] = dur[name == "MPI_Iprobe(miss)"]
@@ -181,6 +183,7 @@ def _waits(ev: pd.DataFrame) -> np.ndarray:
         if only_if_overlapping:  # an eager send returns before the receive is posted: no wait
             w = np.where(t1 > other, w, 0.0)
         wait[idx] = w
+        peer_start[idx] = other
 
     def at(rows: np.ndarray, when: pd.Series) -> pd.Series:
         return pd.Series(when.reindex(rows).to_numpy(), index=rows)
@@ -189,7 +192,7 @@ def _waits(ev: pd.DataFrame) -> np.ndarray:
     late(completion("MPI_Irecv", "MPI_Wait(recv)", sent_at))
     late(at(np.flatnonzero(np.isin(name, ("MPI_Send", "MPI_Ssend"))), posted_at), only_if_overlapping=True)
     late(completion("MPI_Issend", "MPI_Wait(send)", posted_at))
-    return wait
+    return wait, peer_start
 
 
 def run_id(meta: dict) -> str:
@@ -205,7 +208,7 @@ def write_trace(raw: Path, out: Path, run: dict, ranks: int, panels: int | None)
     import pyarrow.parquet as pq
 
     ev, regions = _raw_events(raw, ranks)
-    ev["wait_s"] = _waits(ev)
+    ev["wait_s"], ev["peer_start_s"] = _waits(ev)
     meta = {
         "format": FORMAT, "version": FORMAT_VERSION, **run, "ranks": ranks, "panels": panels,
         "region_start_s": regions[:, 0].tolist(), "region_end_s": regions[:, 1].tolist(),

@@ -1,0 +1,79 @@
+"""`hplsim report INPUT… -o report.html`: recognise each input, build its section, write
+one page. Every input is read and every figure built before anything is written, so bad
+input leaves no file behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hplsim.errors import HplsimError
+from hplsim.report.page import Section, render, write_page
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def kind_of(path: Path) -> str:
+    """'trace', 'sweep' or 'model', from what the file is (not only its name)."""
+    from hplsim.emulate.trace import META, is_trace_dir
+
+    if not path.exists():
+        raise HplsimError(f"{path}: no such file or directory")
+    if path.is_dir():
+        if is_trace_dir(path):
+            return "trace"
+        raise HplsimError(f"{path}: a directory without {META} (not a trace of hplsim predict --trace)")
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    if head.startswith(SQLITE_MAGIC):
+        return "sweep"
+    if b"hplsim-model" in head:
+        return "model"
+    if path.suffix in (".sqlite", ".db"):
+        raise HplsimError(f"{path}: not an SQLite file (corrupt results store?)")
+    raise HplsimError(f"{path}: not a trace directory, a results store or a model file")
+
+
+def section_of(path: Path) -> Section:
+    kind = kind_of(path)
+    if kind == "trace":
+        from hplsim.emulate.trace import read_trace
+        from hplsim.report.trace_figures import trace_section
+
+        return trace_section(read_trace(path), str(path))
+    if kind == "sweep":
+        from hplsim.report.sweep_figures import load_runs, sweep_section
+
+        return sweep_section(load_runs(path), str(path))
+    from hplsim.models.modelfile import load_model
+    from hplsim.report.model_figures import model_section
+
+    return model_section(load_model(path), str(path))
+
+
+def build_report(inputs: list[Path], output: Path, title: str | None = None) -> list[Section]:
+    sections = [section_of(Path(p)) for p in inputs]
+    # Two inputs of the same kind: keep their anchors apart.
+    seen: dict[str, int] = {}
+    for s in sections:
+        seen[s.key] = seen.get(s.key, 0) + 1
+        if seen[s.key] > 1:
+            s.key = f"{s.key}-{seen[s.key]}"
+    text = render(title or "hplsim report", sections, [str(p) for p in inputs])
+    write_page(output, text)
+    return sections
+
+
+@click.command("report")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True,
+              help="The HTML file to write (self-contained: open it in any browser, offline).")
+@click.option("--title", help="The page's title.")
+def report_command(inputs: tuple[Path, ...], output: Path, title: str | None) -> None:
+    """One HTML page from a prediction trace (predict --trace DIR), a sweep store
+    (results.sqlite) and/or a model file (model.yaml): a section for each input."""
+    sections = build_report(list(inputs), output, title)
+    figures = sum(len(s.figures) for s in sections)
+    click.echo(f"hplsim: wrote {output} ({len(sections)} sections, {figures} figures, "
+               f"{output.stat().st_size / 1e6:.1f} MB)", err=True)
