@@ -55,7 +55,7 @@ enum {
   C_IPROBE_HIT, C_WTIME
 };
 
-#define BLOCK 4096 /* records written at a time (160 kB per rank at most in memory) */
+#define BLOCK 1024 /* records written at a time (40 kB per rank: 40 MB at 1,024 ranks) */
 
 /* Final records, written to the file in blocks; kernel records waiting for their
  * injection (times relative to it). Kept apart: under HPLSIM_IPROBE_REPORTS=progressed a

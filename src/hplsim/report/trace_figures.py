@@ -222,6 +222,8 @@ def chain_figure(trace: Trace) -> Figure:
     origin = float(trace.regions[:, 0].min())
     fig = go.Figure()
     ev = trace.events[trace.events["panel"] == panel]
+    if not chain.empty:  # the ranks on the chain only: readable, and light at 1,024 ranks
+        ev = ev[ev["rank"].isin(chain["rank"].unique())]
     # The panel's intervals as a light backdrop, the chain on top.
     for kind, colour in (("kernel", "#aec7e8"), ("mpi", "#ffbb78")):
         s = ev[ev["kind"] == kind]
