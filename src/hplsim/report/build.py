@@ -4,6 +4,7 @@ input leaves no file behind."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import click
@@ -14,25 +15,45 @@ from hplsim.report.page import Section, render, write_page
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+def _sqlite_format(path: Path) -> str | None:
+    """The `format` an hplsim SQLite file declares in its meta table (read-only)."""
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise HplsimError(f"{path}: not an hplsim results store or history (unreadable SQLite file: {exc})") from None
+    return row[0] if row else None
+
+
 def kind_of(path: Path) -> str:
-    """'trace', 'sweep' or 'model', from what the file is (not only its name)."""
+    """'trace', 'validate', 'sweep', 'check' or 'model', from what the file is (not its name)."""
     from hplsim.emulate.trace import META, is_trace_dir
+    from hplsim.report.validate_figures import TABLE, is_validate_dir
 
     if not path.exists():
         raise HplsimError(f"{path}: no such file or directory")
     if path.is_dir():
         if is_trace_dir(path):
             return "trace"
-        raise HplsimError(f"{path}: a directory without {META} (not a trace of hplsim predict --trace)")
+        if is_validate_dir(path):
+            return "validate"
+        raise HplsimError(f"{path}: a directory with neither {META} (predict --trace) nor {TABLE} (validate)")
     with open(path, "rb") as f:
         head = f.read(4096)
     if head.startswith(SQLITE_MAGIC):
-        return "sweep"
+        kinds = {"hplsim-results": "sweep", "hplsim-history": "check"}
+        fmt = _sqlite_format(path)
+        if fmt not in kinds:
+            raise HplsimError(f"{path}: not an hplsim results store or history (format {fmt!r})")
+        return kinds[fmt]
     if b"hplsim-model" in head:
         return "model"
-    if path.suffix in (".sqlite", ".db"):
-        raise HplsimError(f"{path}: not an SQLite file (corrupt results store?)")
-    raise HplsimError(f"{path}: not a trace directory, a results store or a model file")
+    if path.suffix == ".csv":
+        return "check"  # a history kept as a table (docs/formats/history.md); its reader says if not
+    raise HplsimError(f"{path}: not a trace or validate directory, a results store, a history or a model file")
 
 
 def section_of(path: Path) -> Section:
@@ -46,6 +67,15 @@ def section_of(path: Path) -> Section:
         from hplsim.report.sweep_figures import load_runs, sweep_section
 
         return sweep_section(load_runs(path), str(path))
+    if kind == "check":
+        from hplsim.check.history import read_history
+        from hplsim.report.check_figures import check_section
+
+        return check_section(read_history(path), str(path))
+    if kind == "validate":
+        from hplsim.report.validate_figures import load_validation, validate_section
+
+        return validate_section(load_validation(path), str(path))
     from hplsim.models.modelfile import load_model
     from hplsim.report.model_figures import model_section
 
@@ -71,8 +101,9 @@ def build_report(inputs: list[Path], output: Path, title: str | None = None) -> 
               help="The HTML file to write (self-contained: open it in any browser, offline).")
 @click.option("--title", help="The page's title.")
 def report_command(inputs: tuple[Path, ...], output: Path, title: str | None) -> None:
-    """One HTML page from a prediction trace (predict --trace DIR), a sweep store
-    (results.sqlite) and/or a model file (model.yaml): a section for each input."""
+    """One HTML page from any of: a prediction trace (predict --trace DIR), a sweep store
+    (results.sqlite), a model file (model.yaml), a calibration history (check), a validate
+    directory. A section for each input."""
     sections = build_report(list(inputs), output, title)
     figures = sum(len(s.figures) for s in sections)
     click.echo(f"hplsim: wrote {output} ({len(sections)} sections, {figures} figures, "
