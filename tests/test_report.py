@@ -4,28 +4,25 @@ console. Bad input leaves no file."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from conftest import REPO
 from docexamples import run_examples
 from hplsim.cli import main
 from hplsim.report.browser import open_page
+from test_sweep_run import hplsim
 
 SECTIONS = {"trace": ["gantt", "breakdown", "chain", "phases", "kernels"],
             "sweep": ["best", "vs-n", "grid-nb", "whatif"],
-            "model": ["dgemm-hosts", "kernels"]}
-
-
-def hplsim(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hplsim.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600)
+            "model": ["dgemm-hosts", "kernels"],
+            "check": ["verdicts", "control"]}
 
 
 def report_in_process(capsys, *args: str) -> tuple[int, str]:
@@ -40,11 +37,12 @@ def report_in_process(capsys, *args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def doc_run(tmp_path_factory) -> Path:
+def doc_run(tmp_path_factory, dahu_dir) -> Path:
     d = tmp_path_factory.mktemp("report-doc")
+    os.symlink(dahu_dir / "dgemm_calibration_history.csv", d / "dgemm_calibration_history.csv")
     results = run_examples(REPO / "docs" / "report.md", d)
     assert len(results) == 4
-    assert "wrote report.html (3 sections, 11 figures" in results[-1].stderr
+    assert "wrote report.html (4 sections, 13 figures" in results[-1].stderr
     return d
 
 
@@ -125,9 +123,23 @@ def test_hundred_run_sweep_report_under_10_mb(tmp_path):
     (tmp_path / "spec.yaml").write_text(
         "hpl: {n: {from: 1000, to: 2200, step: 200}, nb: [32, 64], ranks: 4, bcast: [1ring, 2ringM]}\n"
         "seeds: [1, 2]\n")  # 7 N x 2 NB x 2 grids x 2 BCAST x 2 seeds = 112 runs
-    assert hplsim("sweep", "spec.yaml", "--db", "s.sqlite", "--no-progress", cwd=tmp_path).returncode == 0
-    out = hplsim("report", "s.sqlite", "-o", "s.html", cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
+    hplsim("sweep", "spec.yaml", "--db", "s.sqlite", "--no-progress", cwd=tmp_path)
+    hplsim("report", "s.sqlite", "-o", "s.html", cwd=tmp_path)
     assert (tmp_path / "s.html").stat().st_size <= 10_000_000
     view = open_page(tmp_path / "s.html", screenshot=tmp_path / "s.png")
     assert view.console == [] and view.dom.count('data-rendered="1"') == 3
+
+
+@pytest.mark.slow
+def test_validate_run_report(tmp_path):
+    """A real (tiny) validate run and the model it fitted: both sections drawn, the table is the run's."""
+    hplsim("validate", "-N", "2000", "--nb", "64", "-P", "1,2", "-Q", "2,1", "--repeat", "2", "--quick",
+           "--out", "v", cwd=tmp_path)
+    hplsim("report", "v", "v/model.yaml", "-o", "v.html", cwd=tmp_path)
+    view = open_page(tmp_path / "v.html", screenshot=tmp_path / "v.png")
+    assert view.console == []
+    assert figure_ids(view.dom) == ["validate-predicted-vs-real", "validate-errors", "model-dgemm-hosts", "model-kernels"]
+    assert view.dom.count('data-rendered="1"') == 4
+    table = pd.read_csv(tmp_path / "v" / "validation.csv")
+    for configuration in table["configuration"]:
+        assert configuration in view.dom.split('id="validate-predicted-vs-real"')[1].split("</table>")[0]

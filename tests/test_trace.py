@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,17 +13,10 @@ import pytest
 
 from hplsim.emulate.trace import EVENTS, META, rank_breakdown, read_trace
 from hplsim.errors import HplsimError
+from test_sweep_run import hplsim
 
 CONFIG = ["-N", "8000", "--nb", "128", "-P", "4", "-Q", "4"]  # the acceptance check's run
 US = 1e-6
-
-
-def hplsim(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "hplsim.cli", *args], cwd=cwd, capture_output=True, text=True,
-                         timeout=600)
-    if check:
-        assert out.returncode == 0, out.stderr
-    return out
 
 
 @pytest.fixture(scope="module")

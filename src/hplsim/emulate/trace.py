@@ -84,6 +84,7 @@ def write_run_trace(request: TraceRequest, work: Path, run: dict) -> Path:
             **{k: run[k] for k in ("seed", "time_s", "gflops", "platform", "platform_digest", "model",
                                    "model_digest", "hplsim_version") if k in run}}
     write_trace(work / "trace-raw", request.directory, meta, int(run["p"]) * int(run["q"]), request.panels)
+    shutil.rmtree(work / "trace-raw")  # converted: not kept, even in a --keep directory
     if request.paje:
         if not (work / PAJE).exists():
             raise HplsimError("SMPI wrote no Paje trace (tracing/filename)")
