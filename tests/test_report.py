@@ -104,7 +104,7 @@ def bad_inputs(doc_run: Path, d: Path) -> dict[str, tuple[Path, str]]:
     notes = d / "notes.txt"
     notes.write_text("hello\n")
     return {"mixed trace": (mixed, "from another run"), "corrupt store": (corrupt, "not an hplsim results store"),
-            "empty sweep": (empty, "no successful run"), "other file": (notes, "not a trace directory"),
+            "empty sweep": (empty, "no successful run"), "other file": (notes, "not a trace or validate directory"),
             "missing": (d / "nope", "no such file")}
 
 
@@ -138,8 +138,9 @@ def test_validate_run_report(tmp_path):
     hplsim("report", "v", "v/model.yaml", "-o", "v.html", cwd=tmp_path)
     view = open_page(tmp_path / "v.html", screenshot=tmp_path / "v.png")
     assert view.console == []
-    assert figure_ids(view.dom) == ["validate-predicted-vs-real", "validate-errors", "model-dgemm-hosts", "model-kernels"]
-    assert view.dom.count('data-rendered="1"') == 4
+    ids = figure_ids(view.dom)
+    assert ids[:2] == ["validate-predicted-vs-real", "validate-errors"] and "model-kernels" in ids
+    assert view.dom.count('data-rendered="1"') == len(ids)
     table = pd.read_csv(tmp_path / "v" / "validation.csv")
     for configuration in table["configuration"]:
         assert configuration in view.dom.split('id="validate-predicted-vs-real"')[1].split("</table>")[0]

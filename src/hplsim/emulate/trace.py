@@ -89,6 +89,8 @@ def write_run_trace(request: TraceRequest, work: Path, run: dict) -> Path:
         if not (work / PAJE).exists():
             raise HplsimError("SMPI wrote no Paje trace (tracing/filename)")
         os.replace(work / PAJE, request.directory / PAJE)
+    else:  # a Paje file of an earlier run must not pass for this one's
+        (request.directory / PAJE).unlink(missing_ok=True)
     return request.directory
 
 
