@@ -49,6 +49,8 @@ def open_page(page: Path, screenshot: Path | None = None, real_time_ms: int | No
     """Load `page` headless. By default the browser fast-forwards idle time (virtual time)
     until the page is settled; `real_time_ms` instead waits that long in real time (for
     timing the page's own measurements)."""
+    if not Path(page).is_file():
+        raise HplsimError(f"{page}: no such page")
     argv = [find_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader",
             "--enable-logging=stderr", "--v=0", "--hide-scrollbars", f"--window-size={size[0]},{size[1]}",
             f"--timeout={real_time_ms}" if real_time_ms else "--virtual-time-budget=30000", "--dump-dom"]
@@ -57,7 +59,7 @@ def open_page(page: Path, screenshot: Path | None = None, real_time_ms: int | No
     with tempfile.TemporaryDirectory(prefix="hplsim-chromium-") as profile:
         argv += [f"--user-data-dir={profile}", Path(page).resolve().as_uri()]
         # Its own session: Chromium's helper processes go with it if it must be killed.
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)

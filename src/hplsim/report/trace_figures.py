@@ -20,7 +20,7 @@ PHASE_COLOURS = {"fact": "#2ca02c", "bcast": "#ff7f0e", "swap": "#8c564b", "upda
 # (a heat map: one cell per rank and instant) instead of every interval: it opens in a
 # second at 1,024 ranks where a million WebGL segments would not.
 EXACT_MAX_SEGMENTS = 150_000
-GANTT_INSTANTS = 1500
+GANTT_INSTANTS = 1200  # about one per pixel of the chart
 
 
 def segments(trace: Trace) -> pd.DataFrame:
