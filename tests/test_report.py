@@ -22,6 +22,7 @@ from test_sweep_run import hplsim
 SECTIONS = {"trace": ["gantt", "breakdown", "chain", "phases", "kernels"],
             "sweep": ["best", "vs-n", "grid-nb", "whatif"],
             "model": ["dgemm-hosts", "kernels"],
+            "calibration": ["measured-vs-expected", "residuals"],
             "check": ["verdicts", "control"]}
 
 
@@ -41,8 +42,8 @@ def doc_run(tmp_path_factory, dahu_dir) -> Path:
     d = tmp_path_factory.mktemp("report-doc")
     os.symlink(dahu_dir / "dgemm_calibration_history.csv", d / "dgemm_calibration_history.csv")
     results = run_examples(REPO / "docs" / "report.md", d)
-    assert len(results) == 4
-    assert "wrote report.html (4 sections, 13 figures" in results[-1].stderr
+    assert len(results) == 5
+    assert "wrote report.html (5 sections, 15 figures" in results[-1].stderr
     return d
 
 
@@ -90,7 +91,9 @@ def test_acceptance_interface(doc_run, tmp_path, capsys):
     assert {p.name for p in tmp_path.iterdir()} == {"trace.html", "whatif.sqlite.html", "model.yaml.html"}
 
 
-def bad_inputs(doc_run: Path, d: Path) -> dict[str, tuple[Path, str]]:
+def bad_inputs(doc_run: Path, d: Path) -> dict[str, tuple[list[Path], str]]:
+    """What a user may get wrong -> (the inputs, what the error says). A good input comes
+    first in most, so that a section built before the bad one must not reach the disk."""
     mixed = d / "mixed"
     shutil.copytree(doc_run / "trace", mixed)
     shutil.copy(doc_run / "first2" / "trace.parquet", mixed / "trace.parquet")
@@ -103,15 +106,19 @@ def bad_inputs(doc_run: Path, d: Path) -> dict[str, tuple[Path, str]]:
         con.execute("DELETE FROM runs")
     notes = d / "notes.txt"
     notes.write_text("hello\n")
-    return {"mixed trace": (mixed, "from another run"), "corrupt store": (corrupt, "not an hplsim results store"),
-            "empty sweep": (empty, "no successful run"), "other file": (notes, "not a trace or validate directory"),
-            "missing": (d / "nope", "no such file")}
+    model = doc_run / "model.yaml"
+    return {"mixed trace": ([model, mixed], "from another run"),
+            "corrupt store": ([model, corrupt], "not an hplsim results store"),
+            "empty sweep": ([model, empty], "no successful run"),
+            "archive without model": ([doc_run / "today.zip"], "give the model file too"),
+            "other file": ([model, notes], "not a trace or validate directory"),
+            "missing": ([model, d / "nope"], "no such file")}
 
 
 def test_bad_input_one_line_and_no_file(doc_run, tmp_path, capsys):
-    for what, (path, message) in bad_inputs(doc_run, tmp_path).items():
+    for what, (paths, message) in bad_inputs(doc_run, tmp_path).items():
         out_file = tmp_path / "out.html"
-        code, err = report_in_process(capsys, str(doc_run / "model.yaml"), str(path), "-o", str(out_file))
+        code, err = report_in_process(capsys, *map(str, paths), "-o", str(out_file))
         assert code != 0, what
         assert err.startswith("hplsim: error:") and err.count("\n") == 1, (what, err)
         assert message in err, (what, err)

@@ -5,6 +5,7 @@ input leaves no file behind."""
 from __future__ import annotations
 
 import sqlite3
+import zipfile
 from pathlib import Path
 
 import click
@@ -29,7 +30,8 @@ def _sqlite_format(path: Path) -> str | None:
 
 
 def kind_of(path: Path) -> str:
-    """'trace', 'validate', 'sweep', 'check' or 'model', from what the file is (not its name)."""
+    """'trace', 'validate', 'sweep', 'check', 'model' or 'archive' (a calibration archive),
+    from what the file is (not its name)."""
     from hplsim.emulate.trace import META, is_trace_dir
     from hplsim.report.validate_figures import TABLE, is_validate_dir
 
@@ -51,13 +53,23 @@ def kind_of(path: Path) -> str:
         return kinds[fmt]
     if b"hplsim-model" in head:
         return "model"
+    if zipfile.is_zipfile(path):
+        return "archive"
     if path.suffix == ".csv":
         return "check"  # a history kept as a table (docs/formats/history.md); its reader says if not
-    raise HplsimError(f"{path}: not a trace or validate directory, a results store, a history or a model file")
+    raise HplsimError(f"{path}: not a trace or validate directory, a results store, a history, a model file "
+                      "or a calibration archive")
 
 
-def section_of(path: Path) -> Section:
-    kind = kind_of(path)
+def section_of(path: Path, kind: str, model: Path | None) -> Section:
+    if kind == "archive":
+        from hplsim.models.modelfile import load_model
+        from hplsim.models.readers import read_measurements
+        from hplsim.report.calibration_figures import calibration_section
+
+        if model is None:
+            raise HplsimError(f"{path}: a calibration archive is shown against a model: give the model file too")
+        return calibration_section(load_model(model), read_measurements([path]), str(model), str(path))
     if kind == "trace":
         from hplsim.emulate.trace import read_trace
         from hplsim.report.trace_figures import trace_section
@@ -83,7 +95,9 @@ def section_of(path: Path) -> Section:
 
 
 def build_report(inputs: list[Path], output: Path, title: str | None = None) -> list[Section]:
-    sections = [section_of(Path(p)) for p in inputs]
+    kinds = [kind_of(Path(p)) for p in inputs]
+    model = next((Path(p) for p, k in zip(inputs, kinds) if k == "model"), None)
+    sections = [section_of(Path(p), k, model) for p, k in zip(inputs, kinds)]
     # Two inputs of the same kind: keep their anchors apart.
     seen: dict[str, int] = {}
     for s in sections:
@@ -102,8 +116,8 @@ def build_report(inputs: list[Path], output: Path, title: str | None = None) -> 
 @click.option("--title", help="The page's title.")
 def report_command(inputs: tuple[Path, ...], output: Path, title: str | None) -> None:
     """One HTML page from any of: a prediction trace (predict --trace DIR), a sweep store
-    (results.sqlite), a model file (model.yaml), a calibration history (check), a validate
-    directory. A section for each input."""
+    (results.sqlite), a model file (model.yaml) and its calibration archives (.zip), a
+    calibration history (check), a validate directory. A section for each input."""
     sections = build_report(list(inputs), output, title)
     figures = sum(len(s.figures) for s in sections)
     click.echo(f"hplsim: wrote {output} ({len(sections)} sections, {figures} figures, "
