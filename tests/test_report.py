@@ -4,7 +4,6 @@ console. Bad input leaves no file."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sqlite3
@@ -38,11 +37,10 @@ def report_in_process(capsys, *args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def doc_run(tmp_path_factory, dahu_dir) -> Path:
+def doc_run(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("report-doc")
-    os.symlink(dahu_dir / "dgemm_calibration_history.csv", d / "dgemm_calibration_history.csv")
     results = run_examples(REPO / "docs" / "report.md", d)
-    assert len(results) == 5
+    assert len(results) == 6
     assert "wrote report.html (5 sections, 15 figures" in results[-1].stderr
     return d
 
@@ -89,6 +87,15 @@ def test_acceptance_interface(doc_run, tmp_path, capsys):
         assert code == 0, err
         assert (tmp_path / f"{src}.html").stat().st_size > 4_000_000  # Plotly inlined
     assert {p.name for p in tmp_path.iterdir()} == {"trace.html", "whatif.sqlite.html", "model.yaml.html"}
+
+
+def test_dahu_history_verdicts_are_check_verdicts(dahu_dir, tmp_path, capsys):
+    """The published Dahu history: the page says what `hplsim check` says (docs/check.md)."""
+    code, err = report_in_process(capsys, str(dahu_dir / "dgemm_calibration_history.csv"), "-o",
+                                  str(tmp_path / "h.html"))
+    assert code == 0, err
+    text = (tmp_path / "h.html").read_text()
+    assert "1456 observations of 64 host/CPU series" in text and "r = 1 and 5): 64 ok." in text
 
 
 def bad_inputs(doc_run: Path, d: Path) -> dict[str, tuple[list[Path], str]]:
