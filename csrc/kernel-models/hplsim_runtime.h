@@ -71,6 +71,12 @@ double hplsim_pivot_value(const double *entry);
 void hplsim_progress_init(int rank);
 void hplsim_progress(int ja);
 
+/* Traces (trace.c): set when the run records one (HPLSIM_TRACE_DIR); the hooks record a
+ * kernel's modelled duration and give the pending ones their times when injected. */
+extern int hplsim_trace_on;
+void hplsim_trace_kernel(int kernel, double seconds, double x0, double x1, double x2);
+void hplsim_trace_flush(void);
+
 /* Fatal error with a one-line message on stderr (the Python side reports it). */
 void hplsim_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 

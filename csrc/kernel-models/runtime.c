@@ -64,6 +64,8 @@ void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2)
   if (seconds > 0.0) {
     kernel_seconds[kernel] += seconds;
     pending += seconds;
+    if (hplsim_trace_on)
+      hplsim_trace_kernel(kernel, seconds, x0, x1, x2);
   }
 }
 
@@ -87,6 +89,8 @@ void hplsim_flush(void)
   if (pending > 0.0) {
     double seconds = pending;
     pending = 0.0;
+    if (hplsim_trace_on)
+      hplsim_trace_flush();
     smpi_execute_benched(seconds);
   }
 }

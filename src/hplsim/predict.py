@@ -22,6 +22,7 @@ from hplsim import __version__
 from hplsim.emulate.memory import check_mapping_budget, folding_config
 from hplsim.emulate.progress import Listener, PanelBar, ProgressPipe
 from hplsim.emulate.smpirun import run_smpirun
+from hplsim.emulate.trace import TraceRequest, trace_env, write_run_trace
 from hplsim.errors import HplsimError
 from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
 from hplsim.hpl.config import HplConfig, HplParams
@@ -162,6 +163,7 @@ def predict(
     timeout: float | None = DEFAULT_TIMEOUT_S,
     keep_dir: Path | None = None,
     breakdown: bool = False,
+    trace: TraceRequest | None = None,
     progress: Listener | None = None,
 ) -> Prediction:
     """`progress`, if given, is called from a reader thread with (first column of the
@@ -181,12 +183,13 @@ def predict(
         report = work / "kernels.txt"
         report.unlink(missing_ok=True)
         args = ["model.table", str(seed)] + ([report.name] if breakdown else [])
+        trace_cfg, trace_vars = trace_env(trace, work) if trace else ({}, {})
         with ProgressPipe(progress) if progress else contextlib.nullcontext() as pipe:
             out = run_smpirun(
                 binary, args, work, work / "platform.xml", work / "hostfile",
-                config.ranks, {**folding, **platform.config}, timeout,
+                config.ranks, {**folding, **platform.config, **trace_cfg}, timeout,
                 preload=None if os.environ.get("HPLSIM_THREAD_CLOCK") == "real" else preload_library(binary),
-                env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, **(pipe.env if pipe else {})},
+                env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, **trace_vars, **(pipe.env if pipe else {})},
                 pass_fds=(pipe.fd,) if pipe else (),
             )
         if keep_dir:
@@ -194,11 +197,14 @@ def predict(
             (work / "stderr.txt").write_text(out.stderr)
         time_s, gflops = _parse_result(out.stdout, config)
         split = _breakdown(report.read_text() if report.exists() else "", time_s) if breakdown else None
-    return Prediction(
-        config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
-        platform.label, platform.digest(), model.label, model.digest, split,
-        out.peak_maps, out.peak_page_table_bytes,
-    )
+        pred = Prediction(
+            config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
+            platform.label, platform.digest(), model.label, model.digest, split,
+            out.peak_maps, out.peak_page_table_bytes,
+        )
+        if trace:
+            write_run_trace(trace, work, pred.to_dict())
+    return pred
 
 
 # ------------------------------------------------------------------------------- CLI
@@ -255,6 +261,11 @@ def _format_breakdown(p: Prediction) -> str:
 @click.option("--keep", type=click.Path(path_type=Path), help="Keep the run directory (inputs, HPL output) here.")
 @click.option("--breakdown", is_flag=True,
               help="Also report each rank's time split (modelled compute vs MPI) and the time per kernel.")
+@click.option("--trace", "trace_dir", type=click.Path(path_type=Path),
+              help="Record every rank's kernels, MPI calls and waits into this directory (docs/formats/trace.md).")
+@click.option("--trace-panels", type=click.IntRange(min=1),
+              help="With --trace: record only HPL's first K panels (cheap at any rank count).")
+@click.option("--trace-paje", is_flag=True, help="With --trace: also write SMPI's own Paje trace (ViTE) there.")
 def predict_command(**opts) -> None:
     """Predict HPL's Gflops on a simulated platform by emulating HPL under SimGrid/SMPI.
 
@@ -292,6 +303,7 @@ def predict_command(**opts) -> None:
     if warning:
         click.echo(f"hplsim: warning: {warning}", err=True)
 
+    trace = TraceRequest.from_options(opts["trace_dir"], opts["trace_panels"], opts["trace_paje"], len(configs))
     preds = []
     show_progress = not opts["as_json"] and sys.stderr.isatty()
     for i, config in enumerate(configs):
@@ -299,7 +311,7 @@ def predict_command(**opts) -> None:
         desc = f"{config.label()} N={config.n}" + (f" ({i + 1}/{len(configs)})" if len(configs) > 1 else "") + ": "
         with PanelBar(config.n, config.nb, desc, leave=False, disable=not show_progress) as bar:
             preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep, opts["breakdown"],
-                                 progress=bar if show_progress else None))
+                                 trace, progress=bar if show_progress else None))
             bar.finish()
     doc = [p.to_dict() for p in preds]
     if opts["output"]:

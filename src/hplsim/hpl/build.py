@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -23,7 +24,11 @@ from hplsim.paths import cache_dir, csrc_dir
 PATCH = "hpl-patch/hpl-2.0-hplsim.patch"
 DRIVER = "hpl-driver/hplsim_driver.c"
 RUNTIME_DIR = "kernel-models"
-RUNTIME_SOURCES = ("runtime.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c", "progress.c", "matrix.c")
+RUNTIME_SOURCES = ("runtime.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c", "progress.c",
+                   "matrix.c", "trace.c")
+# The trace recorder wraps HPL's MPI calls and phase functions at link time: one
+# `-Wl,--wrap=NAME` per `__wrap_NAME` it defines (declared there, once).
+TRACE_SOURCE = "trace.c"
 SAMPLER_SOURCES = ("sampler.c", "model.c", "rng.c")
 # Preloaded into the simulation process (see the source for why).
 PRELOAD_SOURCE = "sim-preload/thread_clock.c"
@@ -77,6 +82,14 @@ def _require(cc: str) -> None:
     if shutil.which(cc) is None:
         pkg = "libsimgrid-dev" if cc == "smpicc" else "libopenmpi-dev"
         raise HplsimError(f"{cc} not found: install {pkg} (./bootstrap does)")
+
+
+def _wrap_flags() -> list[str]:
+    text = (csrc_dir() / RUNTIME_DIR / TRACE_SOURCE).read_text()
+    names = {*re.findall(r"\b__wrap_(\w+)\s*\(", text),
+             *re.findall(r"^WRAP_PANEL_VOID\((\w+),", text, re.M),
+             *re.findall(r"^WRAP_PANEL\(\w+, (\w+),", text, re.M)}
+    return [f"-Wl,--wrap={name}" for name in sorted(names)]
 
 
 def _key(flavor: Flavor) -> str:
@@ -134,7 +147,8 @@ def _build(flavor: Flavor, dest: Path) -> None:
         out = work / "out"
         out.mkdir()
         shutil.copytree(hpl / "include", out / "include")  # for the runtime's unit tests
-        _run([flavor.cc, "-o", str(out / "xhpl"), *objects, *flavor.libs], cwd=work)
+        wraps = _wrap_flags() if flavor.with_runtime else []
+        _run([flavor.cc, "-o", str(out / "xhpl"), *objects, *wraps, *flavor.libs], cwd=work)
         if flavor.with_runtime:
             runtime = csrc_dir() / RUNTIME_DIR
             _run(["cc", "-O2", "-I", str(runtime), "-o", str(out / "hplsim-model-sampler"),

@@ -1,0 +1,295 @@
+"""Traces of a simulated run: the one writer and the one reader of the trace format
+(docs/formats/trace.md).
+
+The emulated HPL's runtime (csrc/kernel-models/trace.c) writes, per rank, raw 40-byte
+records of every modelled kernel and MPI call on the simulated clock, and a table naming
+its codes. `write_trace` turns them into one Parquet table, `trace.parquet` (one row per
+interval; each MPI interval's waiting part measured by matching sends and receives), and
+`trace.json` (the run and each rank's timed region); `read_trace` reads them back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hplsim.errors import HplsimError
+from hplsim.hpl.config import HplConfig
+
+FORMAT = "hplsim-trace"
+FORMAT_VERSION = 1
+EVENTS = "trace.parquet"
+META = "trace.json"
+CODES = "codes.tsv"
+PAJE = "smpi.paje"
+
+RAW_RECORD = np.dtype([
+    ("t0", "<f8"), ("t1", "<f8"), ("c", "<i8"), ("a", "<i4"), ("b", "<i4"),
+    ("panel", "<i4"), ("code", "<u2"), ("kind", "u1"), ("phase", "u1"),
+])
+STATES = ("compute", "transfer", "wait")
+PHASES = ("fact", "bcast", "swap", "update", "trsv", "none")
+SEND_CALLS = ("MPI_Send", "MPI_Ssend", "MPI_Issend")
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """What `predict --trace` asked for: where, which panels, and SMPI's Paje trace too."""
+
+    directory: Path
+    panels: int | None = None
+    paje: bool = False
+
+    @classmethod
+    def from_options(cls, directory: Path | None, panels: int | None, paje: bool, configs: int) -> "TraceRequest | None":
+        if directory is None:
+            if panels is not None or paje:
+                raise HplsimError("--trace-panels and --trace-paje need --trace DIR")
+            return None
+        if configs != 1:
+            raise HplsimError(f"--trace records one configuration; {configs} were given")
+        if Path(directory).exists() and not Path(directory).is_dir():
+            raise HplsimError(f"--trace {directory}: exists and is not a directory")
+        return cls(Path(directory), panels, paje)
+
+
+def trace_env(request: TraceRequest, work: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """SimGrid options and runtime variables of a traced run in `work`."""
+    raw = work / "trace-raw"
+    if raw.exists():
+        shutil.rmtree(raw)
+    raw.mkdir(parents=True)
+    env = {"HPLSIM_TRACE_DIR": str(raw)}
+    if request.panels is not None:
+        env["HPLSIM_TRACE_PANELS"] = str(request.panels)
+    cfg = {}
+    if request.paje:
+        cfg = {"tracing": "yes", "tracing/smpi": "yes", "tracing/smpi/computing": "yes",
+               "tracing/filename": str(work / PAJE)}
+    return cfg, env
+
+
+def write_run_trace(request: TraceRequest, work: Path, run: dict) -> Path:
+    """After a traced run in `work`: the trace (and the Paje file) into the requested directory."""
+    keys = [f.name for f in dataclasses.fields(HplConfig)] + ["label"]
+    meta = {"config": {k: run[k] for k in keys if k in run},
+            **{k: run[k] for k in ("seed", "time_s", "gflops", "platform", "platform_digest", "model",
+                                   "model_digest", "hplsim_version") if k in run}}
+    write_trace(work / "trace-raw", request.directory, meta, int(run["p"]) * int(run["q"]), request.panels)
+    shutil.rmtree(work / "trace-raw")  # converted: not kept, even in a --keep directory
+    if request.paje:
+        if not (work / PAJE).exists():
+            raise HplsimError("SMPI wrote no Paje trace (tracing/filename)")
+        os.replace(work / PAJE, request.directory / PAJE)
+    else:  # a Paje file of an earlier run must not pass for this one's
+        (request.directory / PAJE).unlink(missing_ok=True)
+    return request.directory
+
+
+def _read_codes(raw: Path) -> dict[str, dict[int, str]]:
+    try:
+        table = pd.read_csv(raw / CODES, sep="\t")
+    except (OSError, ValueError) as exc:
+        raise HplsimError(f"the simulation wrote no readable trace code table ({raw / CODES}): {exc}") from None
+    return {t: dict(zip(g["code"], g["name"])) for t, g in table.groupby("table")}
+
+
+def _raw_events(raw: Path, ranks: int) -> tuple[pd.DataFrame, np.ndarray]:
+    codes = _read_codes(raw)
+    frames, regions = [], np.full((ranks, 2), np.nan)
+    for rank in range(ranks):
+        path = raw / f"rank-{rank:06d}.bin"
+        if not path.exists():
+            raise HplsimError(f"the simulation wrote no trace for rank {rank} ({path})")
+        if path.stat().st_size % RAW_RECORD.itemsize:
+            raise HplsimError(f"{path} is truncated (not a whole number of {RAW_RECORD.itemsize}-byte records)")
+        rec = np.fromfile(path, RAW_RECORD)
+        region = rec[rec["kind"] == 2]
+        if len(region) != 1:
+            raise HplsimError(f"rank {rank}'s trace has {len(region)} timed regions (expected 1)")
+        t0, t1 = region["t0"][0], region["t1"][0]
+        regions[rank] = (t0, t1)
+        # The timed region only: HPL's set-up and the timing reductions after it are not HPL time.
+        rec = rec[(rec["kind"] < 2) & (rec["t1"] > t0) & (rec["t0"] < t1)]
+        frames.append(pd.DataFrame({
+            "rank": np.full(len(rec), rank, np.int32), "start_s": rec["t0"], "end_s": rec["t1"],
+            "kind": rec["kind"], "code": rec["code"], "phase": rec["phase"], "panel": rec["panel"],
+            "a": rec["a"], "b": rec["b"], "c": rec["c"],
+        }))
+    df = pd.concat(frames, ignore_index=True)
+    kernel = df["kind"] == 0
+    names = np.where(kernel, df["code"].map(codes["kernel"]), df["code"].map(codes["mpi"]))
+    out = pd.DataFrame({
+        "rank": df["rank"], "start_s": df["start_s"], "end_s": df["end_s"],
+        "kind": pd.Categorical(df["kind"].map(codes["kind"]), categories=["kernel", "mpi"]),
+        "name": pd.Categorical(names),
+        "phase": pd.Categorical(df["phase"].map(codes["phase"]), categories=list(PHASES)),
+        "panel": df["panel"].astype(np.int32),
+        "peer": df["a"].where(~kernel & (df["a"] >= 0)).astype("Int32"),
+        "tag": df["b"].where(~kernel & (df["b"] >= 0)).astype("Int32"),
+        "bytes": df["c"].where(~kernel & (df["c"] >= 0)).astype("Int64"),
+        "m": df["a"].where(kernel).astype("Int32"),
+        "n": df["b"].where(kernel).astype("Int32"),
+        "k": df["c"].where(kernel).astype("Int32"),
+    })
+    out = out.sort_values(["rank", "start_s", "end_s"], kind="stable", ignore_index=True)
+    return out, regions
+
+
+def _waits(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds of each interval spent waiting for a peer: a receive (or its wait) before
+    its message was sent (late sender), a synchronous send (or its wait) before its receive
+    was posted (late receiver), and failed probes (polling). Messages are matched as MPI
+    orders them: the i-th send from s to d with tag t is the i-th such receive.
+    Also returns when the peer's side of each message began (NaN: no message)."""
+    wait = np.zeros(len(ev))
+    peer_start = np.full(len(ev), np.nan)
+    dur = (ev["end_s"] - ev["start_s"]).to_numpy()
+    name = ev["name"].astype(str).to_numpy()
+    wait[name == "MPI_Iprobe(miss)"] = dur[name == "MPI_Iprobe(miss)"]
+
+    def numbered(mask: np.ndarray, src: pd.Series, dst: pd.Series) -> pd.DataFrame:
+        d = pd.DataFrame({"row": np.flatnonzero(mask), "src": src[mask].to_numpy(), "dst": dst[mask].to_numpy(),
+                          "tag": ev["tag"][mask].to_numpy(), "t0": ev["start_s"][mask].to_numpy()})
+        d["seq"] = d.groupby(["src", "dst", "tag"]).cumcount()
+        return d
+
+    rank, peer = ev["rank"].astype("Int32"), ev["peer"]
+    sends = numbered(np.isin(name, SEND_CALLS), rank, peer)
+    posts = numbered(np.isin(name, ("MPI_Recv", "MPI_Irecv")), peer, rank)
+    matched = sends.merge(posts, on=["src", "dst", "tag", "seq"], suffixes=("_s", "_r"))
+    sent_at = pd.Series(matched["t0_s"].to_numpy(), index=matched["row_r"])  # by receive post row
+    posted_at = pd.Series(matched["t0_r"].to_numpy(), index=matched["row_s"])  # by send row
+
+    # A nonblocking call's MPI_Wait completes the i-th pending request of the same peer and tag.
+    def completion(post: str, done: str, at: pd.Series) -> pd.Series:
+        p = numbered(name == post, rank, peer)
+        w = numbered(name == done, rank, peer)
+        pair = p.merge(w, on=["src", "dst", "tag", "seq"], suffixes=("_p", "_w"))
+        return pd.Series(at.reindex(pair["row_p"]).to_numpy(), index=pair["row_w"])
+
+    def late(rows: pd.Series, only_if_overlapping: bool = False) -> None:
+        """rows: interval row -> when the peer's side began; the interval waits until then."""
+        rows = rows.dropna()
+        idx = rows.index.to_numpy()
+        t0, t1 = ev["start_s"].to_numpy()[idx], ev["end_s"].to_numpy()[idx]
+        other = rows.to_numpy(dtype=float)
+        w = np.clip(other - t0, 0.0, t1 - t0)
+        if only_if_overlapping:  # an eager send returns before the receive is posted: no wait
+            w = np.where(t1 > other, w, 0.0)
+        wait[idx] = w
+        peer_start[idx] = other
+
+    def at(rows: np.ndarray, when: pd.Series) -> pd.Series:
+        return pd.Series(when.reindex(rows).to_numpy(), index=rows)
+
+    late(at(np.flatnonzero(name == "MPI_Recv"), sent_at))
+    late(completion("MPI_Irecv", "MPI_Wait(recv)", sent_at))
+    late(at(np.flatnonzero(np.isin(name, ("MPI_Send", "MPI_Ssend"))), posted_at), only_if_overlapping=True)
+    late(completion("MPI_Issend", "MPI_Wait(send)", posted_at))
+    return wait, peer_start
+
+
+def run_id(meta: dict) -> str:
+    """What identifies the run a trace comes from (configuration, seed, inputs, result)."""
+    keys = ("config", "seed", "platform_digest", "model_digest", "time_s", "panels")
+    return hashlib.sha256(json.dumps({k: meta.get(k) for k in keys}, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def write_trace(raw: Path, out: Path, run: dict, ranks: int, panels: int | None) -> Path:
+    """Convert the runtime's raw files in `raw` into `out`/trace.parquet + trace.json.
+    `run`: the prediction's fields (config, seed, digests, time_s, gflops)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ev, regions = _raw_events(raw, ranks)
+    ev["wait_s"], ev["peer_start_s"] = _waits(ev)
+    meta = {
+        "format": FORMAT, "version": FORMAT_VERSION, **run, "ranks": ranks, "panels": panels,
+        "region_start_s": regions[:, 0].tolist(), "region_end_s": regions[:, 1].tolist(),
+        "events": len(ev),
+    }
+    meta["run_id"] = run_id(meta)
+    out.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pandas(ev, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"hplsim_run_id": meta["run_id"].encode()})
+    tmp_events, tmp_meta = out / f".{EVENTS}.tmp", out / f".{META}.tmp"
+    pq.write_table(table, tmp_events, compression="zstd", row_group_size=1 << 20)
+    tmp_meta.write_text(json.dumps(meta, indent=1) + "\n")
+    os.replace(tmp_events, out / EVENTS)
+    os.replace(tmp_meta, out / META)
+    return out
+
+
+@dataclass
+class Trace:
+    meta: dict
+    events: pd.DataFrame
+
+    @property
+    def hpl_time_s(self) -> float:
+        return float(self.meta["time_s"])
+
+    @property
+    def regions(self) -> np.ndarray:
+        return np.column_stack([self.meta["region_start_s"], self.meta["region_end_s"]])
+
+
+def is_trace_dir(path: Path) -> bool:
+    return path.is_dir() and (path / META).exists()
+
+
+def read_trace(path: Path) -> Trace:
+    """Read a trace directory; refuse files that do not belong together."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    try:
+        meta = json.loads((path / META).read_text())
+    except (OSError, ValueError) as exc:
+        raise HplsimError(f"{path}: not a readable trace ({META}: {exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise HplsimError(f"{path / META}: not an hplsim trace")
+    if meta.get("version") != FORMAT_VERSION:
+        raise HplsimError(f"{path / META}: trace format version {meta.get('version')} (this hplsim reads {FORMAT_VERSION})")
+    if run_id(meta) != meta.get("run_id"):
+        raise HplsimError(f"{path / META}: its run id does not match its content (edited or corrupt)")
+    try:
+        table = pq.read_table(path / EVENTS)
+    except Exception as exc:  # pyarrow raises several types for unreadable files
+        raise HplsimError(f"{path / EVENTS}: not a readable Parquet file ({' '.join(str(exc).split())[:200]})") from None
+    got = (table.schema.metadata or {}).get(b"hplsim_run_id", b"").decode()
+    if got != meta["run_id"]:
+        raise HplsimError(f"{path}: {EVENTS} is from another run than {META} (run {got or '?'} vs {meta['run_id']})")
+    events = table.to_pandas()
+    if len(events) != meta.get("events"):
+        raise HplsimError(f"{path / EVENTS}: {len(events)} events, {META} says {meta.get('events')}")
+    return Trace(meta, events)
+
+
+def rank_breakdown(trace: Trace) -> pd.DataFrame:
+    """Per rank: compute (modelled kernels), transfer and wait (MPI), in seconds, adding up
+    to HPL's time. Wait includes the end of the run after the rank's own timed region
+    (HPL's time is the slowest rank's). Over the traced panels only with --trace-panels."""
+    ev = trace.events
+    dur = ev["end_s"] - ev["start_s"]
+    ranks = np.arange(trace.meta["ranks"])
+    is_kernel = (ev["kind"] == "kernel").to_numpy()
+    compute = dur[is_kernel].groupby(ev["rank"][is_kernel]).sum().reindex(ranks, fill_value=0.0)
+    mpi = dur[~is_kernel].groupby(ev["rank"][~is_kernel]).sum().reindex(ranks, fill_value=0.0)
+    wait = ev["wait_s"][~is_kernel].groupby(ev["rank"][~is_kernel]).sum().reindex(ranks, fill_value=0.0)
+    out = pd.DataFrame({"rank": ranks, "compute_s": compute.to_numpy(), "transfer_s": (mpi - wait).to_numpy(),
+                        "wait_s": wait.to_numpy()})
+    if trace.meta.get("panels") is None:
+        # Inside its timed region a rank is always in a kernel or an MPI call; after it, it
+        # waits for the slowest rank.
+        out["wait_s"] += trace.hpl_time_s - out[["compute_s", "transfer_s", "wait_s"]].sum(axis=1)
+    return out
