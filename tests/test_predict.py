@@ -273,19 +273,21 @@ def test_breakdown_splits_each_ranks_time(dahu_model):
 
 
 def test_a_run_over_the_mapping_limit_is_refused_before_it_starts(monkeypatch, dahu_model):
-    """The matrix costs one mapping per rank, the panels one per huge page: Dahu at
-    N=500,000 (1,024 ranks) fits under Linux's default limit, N=1,000,000 does not and is
-    refused up front with the sysctl to run and the kernel memory it costs."""
+    """The matrix and the panels cost a few mappings per rank whatever N: Dahu at
+    N=500,000 (1,024 ranks) fits under Linux's default limit; 6,006 ranks (Stampede's
+    grid) do not, and are refused up front with the sysctl to run and the kernel memory
+    the mappings cost."""
     dahu = get_preset("dahu")
     huge = {"smpi/shared-malloc-blocksize": str(memory.HUGE_PAGE)}
     monkeypatch.setattr(memory, "max_map_count", lambda: 65530)
-    with pytest.raises(HplsimError, match=r"N=1000000 on 32x32 needs about 8\d,\d{3} memory mappings .*"
-                                          r"\(about 2\d MB of kernel memory\).*"
-                                          r"vm\.max_map_count = 65,530\): raise it \(sysctl -w vm\.max_map_count=\d+\)"):
-        memory.check_mapping_budget(dahu.config(1000000), huge)
     memory.check_mapping_budget(dahu.config(500000), huge)
-    monkeypatch.setattr(memory, "max_map_count", lambda: 262144)
-    memory.check_mapping_budget(dahu.config(1000000), huge)
+    stampede = HplConfig(n=3875000, nb=1024, p=77, q=78, bcast=5, depth=0)
+    with pytest.raises(HplsimError, match=r"N=3875000 on 77x78 needs about 18\d,\d{3} memory mappings .*"
+                                          r"\(about 4\d MB of kernel memory\).*"
+                                          r"vm\.max_map_count = 65,530\): raise it \(sysctl -w vm\.max_map_count=\d+\)"):
+        memory.check_mapping_budget(stampede, huge)
+    monkeypatch.setattr(memory, "max_map_count", lambda: 1048576)
+    memory.check_mapping_budget(stampede, huge)
 
     # predict checks it before launching anything: a tiny limit refuses even a small run
     monkeypatch.setattr(memory, "max_map_count", lambda: 50)

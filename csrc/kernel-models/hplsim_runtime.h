@@ -63,6 +63,11 @@ int hplsim_in_matrix(const void *p);
 /* Gives back whatever pages of the matrix something touched (rank 0, at each panel). */
 void hplsim_matrix_recycle(void);
 
+/* Maps `len` bytes at `addr` (page-aligned, inside a buffer that SMPI's shared malloc
+ * folded) to one lazily mapped file shared by all ranks, in place of SMPI's one mapping
+ * per block; SMPI's record of the buffer (which bytes it never copies) is unchanged. */
+void hplsim_fold_lazily(void *addr, size_t len);
+
 /* The local maximum that idamax drew for the entry it returned (HPL_dlocmax). */
 double hplsim_pivot_value(const double *entry);
 

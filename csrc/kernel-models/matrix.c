@@ -57,24 +57,58 @@ static long process_id(void)
   return syscall(SYS_getpid);
 }
 
-static int matrix_fd(void)
+/* The file named `name`, shared by all ranks through the environment variable `env`. */
+static int shared_file(const char *name, const char *env_name, int *cached)
 {
-  if (shared_fd >= 0)
-    return shared_fd;
-  const char *env = getenv(FD_ENV);
+  if (*cached >= 0)
+    return *cached;
+  const char *env = getenv(env_name);
   long pid, fd;
   if (env && sscanf(env, "%ld:%ld", &pid, &fd) == 2 && pid == process_id()) {
-    shared_fd = (int)fd;
-    return shared_fd;
+    *cached = (int)fd;
+    return *cached;
   }
-  int f = memfd_create("hplsim-matrix", MFD_CLOEXEC);
+  int f = memfd_create(name, MFD_CLOEXEC);
   if (f < 0)
-    hplsim_fatal("memfd_create for the folded matrix failed: %s", strerror(errno));
+    hplsim_fatal("memfd_create for the folded %s failed: %s", name, strerror(errno));
   char buf[64];
   snprintf(buf, sizeof buf, "%ld:%d", process_id(), f);
-  setenv(FD_ENV, buf, 1);
-  shared_fd = f;
-  return shared_fd;
+  setenv(env_name, buf, 1);
+  *cached = f;
+  return *cached;
+}
+
+static int matrix_fd(void)
+{
+  return shared_file("hplsim-matrix", FD_ENV, &shared_fd);
+}
+
+/* The file must cover `size` bytes from offset 0 for every rank that maps it, or a touch
+ * beyond its end would be a SIGBUS. Growing a file costs no memory. */
+static void cover(int fd, size_t size)
+{
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    hplsim_fatal("fstat of a folded file failed: %s", strerror(errno));
+  if ((off_t)size > st.st_size && ftruncate(fd, (off_t)size) != 0)
+    hplsim_fatal("sizing a folded file to %zu bytes failed: %s", size, strerror(errno));
+}
+
+static int buffers_fd = -1;
+
+void hplsim_fold_lazily(void *addr, size_t len)
+{
+  static int off = -1;
+  if (off < 0) {
+    const char *how = getenv("HPLSIM_PANELS");
+    off = how && strcmp(how, "smpi") == 0;
+  }
+  if (off || len == 0)
+    return;
+  int fd = shared_file("hplsim-buffers", "HPLSIM_BUFFERS_FD", &buffers_fd);
+  cover(fd, len);
+  if (mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) != addr)
+    hplsim_fatal("folding a buffer (%zu bytes) failed: %s", len, strerror(errno));
 }
 
 static void *remember(void *p, size_t size, int smpi)
@@ -104,13 +138,7 @@ void *hplsim_matrix(size_t size)
     return remember(p, size, 1);
   }
   int fd = matrix_fd();
-  struct stat st;
-  if (fstat(fd, &st) != 0)
-    hplsim_fatal("fstat of the folded matrix failed: %s", strerror(errno));
-  /* Every rank maps the file from offset 0: it must cover the largest rank's matrix,
-   * or a touch beyond its end would be a SIGBUS. Growing a file costs no memory. */
-  if ((off_t)size > st.st_size && ftruncate(fd, (off_t)size) != 0)
-    hplsim_fatal("sizing the folded matrix to %zu bytes failed: %s", size, strerror(errno));
+  cover(fd, size);
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED)
     hplsim_fatal("mapping the folded matrix (%zu bytes) failed: %s", size, strerror(errno));

@@ -22,6 +22,18 @@ typedef struct {
 } buffer;
 
 static buffer pool[MAX_BUFFERS];
+
+/* SMPI's shared malloc maps a folded range one block at a time (2 MiB with huge pages):
+ * a panel of 8·NB·(N/P + N/Q) bytes is that many mappings (hundreds per rank for
+ * Stampede's NB = 1024). Its whole 2 MiB-aligned interior becomes one mapping instead. */
+static void refold(char *base, size_t lo, size_t hi)
+{
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t a = ((uintptr_t)base + lo + huge - 1) & ~(huge - 1);
+  uintptr_t z = ((uintptr_t)base + hi) & ~(huge - 1);
+  if (z > a)
+    hplsim_fold_lazily((void *)a, z - a);
+}
 static int npool;
 
 /* Offset at which a request fits in `b`, or -1. */
@@ -83,6 +95,8 @@ void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
   b.base = nblocks ? SMPI_PARTIAL_SHARED_MALLOC(b.capacity, offsets, nblocks) : malloc(b.capacity);
   if (!b.base)
     return NULL;
+  for (int i = 0; i < nblocks; i++)
+    refold(b.base, offsets[2 * i], offsets[2 * i + 1]);
   b.in_use = 1;
   pool[npool++] = b;
   long k = fit(&b, size, align, off, len);
@@ -113,6 +127,8 @@ void *hplsim_scratch(size_t size)
       SMPI_SHARED_FREE(scratch);
     scratch = SMPI_SHARED_MALLOC(size);
     scratch_size = scratch ? size : 0;
+    if (scratch)
+      refold(scratch, 0, size);
   }
   return scratch;
 }

@@ -1,11 +1,11 @@
 """Folded memory: huge pages when the machine offers them, and the mapping budget.
 
-The matrix is one lazily mapped memory file per rank (csrc/kernel-models/matrix.c): its
-cost does not grow with N². SMPI folds the panel buffers by mapping one small file block
-over and over (shared malloc): with 4 KiB pages every 1 MiB block is one mapping whose
-page tables are filled at once; with 2 MiB huge pages the same folding costs far fewer
-page-table entries. The number of mappings is bounded by ``vm.max_map_count``: a run
-needing more is refused up front with what to do about it.
+The matrix is one lazily mapped memory file per rank (csrc/kernel-models/matrix.c), and
+the panel buffers, which SMPI's shared malloc folds one block per mapping (so that it never
+copies them in a message), are remapped as one lazily mapped file each (panel.c): neither
+their mappings nor their page tables grow with N. Huge pages still make SMPI's own
+folding cheaper while a buffer is allocated. The number of mappings is bounded by
+``vm.max_map_count``: a run needing more is refused up front with what to do about it.
 """
 
 from __future__ import annotations
@@ -63,14 +63,15 @@ def max_map_count() -> int:
 
 
 def estimated_mappings(config: HplConfig, block: int) -> int:
-    """Mappings of the folded buffers: one per block of the depth+1 panels of every rank
-    (about 8·NB·(N/P + N/Q) bytes each, SMPI's shared malloc), one per rank for the matrix
-    (the runtime's lazily mapped file, csrc/kernel-models/matrix.c, whatever N), plus what
-    every rank maps anyway: measured at 32x32 (19,623 mappings for 1,024 ranks), 5 for
-    its private copy of the binary, about 8 anonymous (stack, data) and 6 folded-buffer
-    edges; 24 leaves a margin."""
-    panel_bytes = (config.depth + 1) * 8 * config.nb * config.n * (config.p + config.q)
-    return panel_bytes // block + 25 * config.ranks
+    """Peak mappings of a simulation, whatever N. The matrix is one lazily mapped file per
+    rank (csrc/kernel-models/matrix.c); a panel buffer (about 8·NB·(N/P + N/Q) bytes) is
+    folded by SMPI's shared malloc one block per mapping, then refolded as one mapping
+    (panel.c), so only the buffer being allocated counts its blocks, once. Every rank maps
+    about 26 things anyway (measured: 578 mappings for 16 ranks at N=50,000, 447 at
+    NB=1024; about 26 per rank at 6,006 ranks: its copy of the binary, stack, data, the
+    folded buffers' edges); 30 per rank and 200 for the process leave a margin."""
+    panel = 8 * config.nb * (config.n // config.p + config.n // config.q + 2 * config.nb)
+    return panel // block + 30 * config.ranks + 200
 
 
 # A mapping's kernel objects (this kernel's slab sizes): its vm_area_struct (192 B) and, for
