@@ -98,6 +98,29 @@ def test_dahu_history_verdicts_are_check_verdicts(dahu_dir, tmp_path, capsys):
     assert "1456 observations of 64 host/CPU series" in text and "r = 1 and 5): 64 ok." in text
 
 
+def test_mpi_calibration_shows_the_fits_breakpoints(dahu_dir, tmp_path, capsys):
+    """Dahu's published MPI calibration (four clusters): a fit and residuals per cluster,
+    whose breakpoints are the ones `hplsim fit --network` writes into the SMPI options."""
+    from hplsim.cli import main as cli
+
+    code, err = report_in_process(capsys, str(dahu_dir / "mpi_calibration.csv"), "-o", str(tmp_path / "n.html"))
+    assert code == 0, err
+    text = (tmp_path / "n.html").read_text()
+    clusters = ["dahu", "gros", "paravance", "pyxis"]
+    assert figure_ids(text) == [f"network-{kind}-{c}" for c in clusters for kind in ("fit", "residuals")]
+    capsys.readouterr()
+    cli(["fit", str(dahu_dir / "mpi_calibration.csv"), "--network", "--cluster", "dahu", "-o",
+         str(tmp_path / "net.yaml")])
+    opts = (tmp_path / "net.yaml").read_text()
+    lat = re.search(r"smpi/lat-factor: (\S+)", opts).group(1)
+    fitted = [int(e.split(":")[0]) for e in lat.split(";")][1:]
+    caption = re.search(r"dahu: every measured MPI call.*?breakpoints \(([^;)]*?) bytes;", text).group(1)
+    assert [int(b.replace(",", "")) for b in caption.split(", ")] == fitted
+    view = open_page(tmp_path / "n.html")
+    assert view.console == []
+    assert view.dom.count('data-rendered="1"') == 8
+
+
 def bad_inputs(doc_run: Path, d: Path) -> dict[str, tuple[list[Path], str]]:
     """What a user may get wrong -> (the inputs, what the error says). A good input comes
     first in most, so that a section built before the bad one must not reach the disk."""

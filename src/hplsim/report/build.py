@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import click
+import pandas as pd
 
 from hplsim.errors import HplsimError
 from hplsim.report.page import Section, render, write_page
@@ -56,6 +57,14 @@ def kind_of(path: Path) -> str:
     if zipfile.is_zipfile(path):
         return "archive"
     if path.suffix == ".csv":
+        from hplsim.models.readers import classify
+
+        try:
+            header = pd.read_csv(path, nrows=0)
+        except (ValueError, OSError) as exc:
+            raise HplsimError(f"{path}: unreadable CSV ({exc})") from None
+        if classify(header) == "network":
+            return "archive"  # MPI measurements, as `hplsim fit --network` reads them
         return "check"  # a history kept as a table (docs/formats/history.md); its reader says if not
     raise HplsimError(f"{path}: not a trace or validate directory, a results store, a history, a model file "
                       "or a calibration archive")
@@ -66,10 +75,14 @@ def section_of(path: Path, kind: str, model: Path | None) -> Section:
         from hplsim.models.modelfile import load_model
         from hplsim.models.readers import read_measurements
         from hplsim.report.calibration_figures import calibration_section
+        from hplsim.report.network_figures import network_section
 
+        measured = read_measurements([path])
+        if measured.kernels.empty:  # an MPI calibration: its fit needs no model file
+            return network_section(measured.network, str(path))
         if model is None:
             raise HplsimError(f"{path}: a calibration archive is shown against a model: give the model file too")
-        return calibration_section(load_model(model), read_measurements([path]), str(model), str(path))
+        return calibration_section(load_model(model), measured, str(model), str(path))
     if kind == "trace":
         from hplsim.emulate.trace import read_trace
         from hplsim.report.trace_figures import trace_section
@@ -116,8 +129,9 @@ def build_report(inputs: list[Path], output: Path, title: str | None = None) -> 
 @click.option("--title", help="The page's title.")
 def report_command(inputs: tuple[Path, ...], output: Path, title: str | None) -> None:
     """One HTML page from any of: a prediction trace (predict --trace DIR), a sweep store
-    (results.sqlite), a model file (model.yaml) and its calibration archives (.zip), a
-    calibration history (check), a validate directory. A section for each input."""
+    (results.sqlite), a model file (model.yaml) and its calibration archives (.zip), an MPI
+    calibration (archive or CSV: its fit and breakpoints), a calibration history (check), a
+    validate directory. A section for each input."""
     sections = build_report(list(inputs), output, title)
     figures = sum(len(s.figures) for s in sections)
     click.echo(f"hplsim: wrote {output} ({len(sections)} sections, {figures} figures, "
