@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from hplsim.check.metrics import DEFAULT_METRICS
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, with_warnings
+from hplsim.outputs import check_dir
 
 
 class _CheckGroup(click.Group):
@@ -103,6 +104,8 @@ def run(history: Path, metrics: str, window: int, gamma: float, since: str | Non
         raise HplsimError("--until is before --since")
     log = read_changelog(changelog) if changelog else []
     skip = read_outliers(outliers) if outliers else []
+    if plot:
+        check_dir(plot, "the charts (--plot)")
     data = read_history(history)
     if data.empty:
         raise HplsimError(f"{history}: no calibration run in the history")
@@ -110,7 +113,7 @@ def run(history: Path, metrics: str, window: int, gamma: float, since: str | Non
     if plot:
         _plots(plot, data, names, window, gamma, log, start, end, skip)
     if as_json:
-        json.dump([v.to_dict() for v in verdicts], sys.stdout, indent=1, allow_nan=False)
+        json.dump(with_warnings([v.to_dict() for v in verdicts]), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
         click.echo(format_table(verdicts, window))
@@ -130,10 +133,7 @@ def _plots(folder: Path, data, metrics, window, gamma, log, start, end, skip) ->
     from hplsim.check.plots import control_chart, overview
     from hplsim.check.verdicts import replay_series, series_of
 
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HplsimError(f"cannot create {folder}: {exc.strerror}") from None
+    check_dir(folder, "the charts (--plot)")
     replays = {}
     for s in series_of(data, metrics, log, start, end, skip):
         if s.runs.empty:

@@ -18,6 +18,8 @@ from hplsim.sysinfo import meminfo_kib
 
 HUGE_PAGE = 2 * 1024 * 1024
 DEFAULT_BLOCK = 1024 * 1024
+#: vm.max_map_count is an int in the kernel: no sysctl can raise it further
+KERNEL_MAX_MAP_COUNT = 2**31 - 1
 
 
 def hugepage_mount() -> str | None:
@@ -75,6 +77,11 @@ def estimated_mappings(config: HplConfig, block: int) -> int:
 def check_mapping_budget(config: HplConfig, folding: dict[str, str]) -> None:
     block = int(folding.get("smpi/shared-malloc-blocksize", DEFAULT_BLOCK))
     need, limit = estimated_mappings(config, block), max_map_count()
+    if 2 * need > KERNEL_MAX_MAP_COUNT:
+        raise HplsimError(
+            f"N={config.n} on {config.p}x{config.q} is beyond what memory folding can serve on any Linux machine: "
+            f"folding its {8 * config.n * config.n / 1e12:.3g} TB matrix takes about {need:.3g} memory mappings, "
+            f"more than the kernel allows one process ({KERNEL_MAX_MAP_COUNT:,})")
     if need > 0.9 * limit:
         hint = ("raise it (sysctl -w vm.max_map_count=%d)" % (2 * need)) if folding else (
             "enable huge pages (see docs/predict.md) or raise it (sysctl -w vm.max_map_count=%d)" % (2 * need))

@@ -14,8 +14,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from hplsim.clitypes import SEED32
+from hplsim.outputs import check_dir, check_file, write_text
+
 from hplsim import __version__
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, warn, with_warnings
 from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS
 from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, parse_pieces, to_model_file
 from hplsim.models.modelfile import KERNEL_VARIABLES, load_model, save_model
@@ -159,7 +162,7 @@ def _records(t: pd.DataFrame) -> list[dict[str, Any]]:
 def _kernel_report(fits: list[KernelFits], calls: pd.DataFrame, outdir: Path) -> None:
     from hplsim.models.plots import kernel_plots
 
-    outdir.mkdir(parents=True, exist_ok=True)
+    check_dir(outdir, "the report (--report)")
     lines = ["# hplsim fit: kernel model selection", ""]
     for kf in fits:
         frames = [t.assign(group=name) for name, t in kf.tables.items()]
@@ -174,7 +177,7 @@ def _kernel_report(fits: list[KernelFits], calls: pd.DataFrame, outdir: Path) ->
         for p in kernel_plots(kf, calls, outdir):
             lines.append(f"![{p.stem}]({p.name})")
         lines.append("")
-    (outdir / "selection.md").write_text("\n".join(lines))
+    write_text(outdir / "selection.md", "\n".join(lines), "the report")
     _echo(f"wrote the report to {outdir}/ (selection.md, CSV tables, PNG plots)")
 
 
@@ -276,21 +279,18 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
         _echo(f"  MPI_Iprobe reports a message that arrived during computation "
               f"{fit.iprobe_late_probes:.2f} probes late (median): iprobe_reports {fit.iprobe_reports}")
     out = opts["output"]
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text("\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False, width=1000))
-    tmp.replace(out)
+    write_text(out, "\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False, width=1000), "the network options (-o)")
     _echo(f"wrote {out}" + (" (the platform spec with its smpi block updated)" if spec_doc is not None else ""))
     if opts["report"]:
         from hplsim.models.plots import network_plot
 
-        rep = opts["report"]
-        rep.mkdir(parents=True, exist_ok=True)
+        rep = check_dir(opts["report"], "the report (--report)")
         segments_table(fit).to_csv(rep / "network-segments.csv", index=False)
         steps = ({"all operations": next(iter(fit.fits.values())).history} if fit.joint
                  else {op: f.history for op, f in fit.fits.items()})
-        (rep / "network-search.txt").write_text("".join(
+        write_text(rep / "network-search.txt", "".join(
             f"{who}:\n" + "".join(f"  {step}\n" for step in hist or ["no split lowers the BIC"])
-            for who, hist in steps.items()))
+            for who, hist in steps.items()), "the report")
         data = meas.network if fit.cluster is None else meas.network[meas.network["cluster"] == fit.cluster]
         network_plot(fit, data, rep / f"network{'-' + fit.cluster if fit.cluster else ''}.png")
         _echo(f"wrote the report to {rep}/ (network-segments.csv, network-search.txt, PNG plot)")
@@ -335,7 +335,7 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
               help="Relative slack of the 'simplest within' rule (0.01 = 1 %).")
 @click.option("--folds", type=click.IntRange(2, 50), default=DEFAULT_FOLDS, show_default=True,
               help="k of the k-fold cross-validation.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the CV folds and mixture fits.")
+@click.option("--seed", type=SEED32, default=0, show_default=True, help="Seed of the CV folds and mixture fits.")
 @click.option("--base", type=click.Path(path_type=Path),
               help="Start from this model file: fitted kernels replace its entries, other kernels are kept.")
 @click.option("--report", type=click.Path(path_type=Path),
@@ -366,6 +366,9 @@ def fit(**opts: Any) -> None:
     hplsim fit calib.zip --option M2,N2 --report report/ -o model.yaml
     hplsim fit mpi_calibration.csv --network --cluster dahu -o net.yaml
     """
+    check_file(opts["output"], "the output (-o)")  # before the work, not after it
+    if opts["report"]:
+        check_dir(opts["report"], "the report (--report)")
     host_format = opts["host_format"]
     opts["host_format_note"] = (f"data with a node number: host = {host_format!r}; cpu = CPU index within the host; "
                                 "a rank's CPU is its local rank modulo the number of CPUs listed")
@@ -390,7 +393,7 @@ def fit(**opts: Any) -> None:
             _echo("note: the MPI measurements in the data are not used; fit them with --network")
         summary = run_kernel_fit(meas, opts)
     if opts["as_json"]:
-        json.dump(_clean(summary), sys.stdout, indent=2, allow_nan=False)
+        json.dump(_clean(with_warnings(summary)), sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
 
 
