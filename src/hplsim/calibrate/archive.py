@@ -182,7 +182,10 @@ class Archive:
         return self.member(name).decode(errors="replace")
 
     def json(self, name: str) -> Any:
-        return json.loads(self.member(name))
+        try:
+            return json.loads(self.member(name))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise HplsimError(f"{self.path}: member {name} is not valid JSON ({exc})") from None
 
     def has_table(self, name: str) -> bool:
         return TABLE_MEMBERS.get(name, name) in self._raw
@@ -193,7 +196,11 @@ class Archive:
         member = TABLE_MEMBERS.get(name, name)
         cached = self._tables.get(member)
         if cached is None:
-            cached = self._tables[member] = _read_csv(self.member(member))
+            try:
+                cached = self._tables[member] = _read_csv(self.member(member))
+            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+                raise HplsimError(f"{self.path}: member {member} is not a readable CSV "
+                                  f"({' '.join(str(exc).split())})") from None
         return cached.copy()
 
     @cached_property
@@ -212,7 +219,7 @@ class Archive:
 
 
 def _read_csv(data: bytes) -> pd.DataFrame:
-    frame = pd.read_csv(io.BytesIO(data))
+    frame = pd.read_csv(io.BytesIO(data), index_col=False)
     # Text columns: empty cells (side of dgemm) come back as "" rather than NaN, so that
     # `frame.side == "L"` and grouping by host behave.
     for col in TEXT_COLUMNS.intersection(frame.columns):

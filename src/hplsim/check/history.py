@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from hplsim.check.metrics import KEY, NON_METRICS
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, warn
 
 FORMAT = "hplsim-history"
 FORMAT_VERSION = 1
@@ -48,7 +48,7 @@ def is_sqlite(path: Path) -> bool:
 
 def _from_csv(path: Path) -> pd.DataFrame:
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, index_col=False)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise HplsimError(f"cannot read history {path}: {' '.join(str(exc).split())}") from None
     if {"host", "run_id"} <= set(df.columns):
@@ -74,7 +74,24 @@ def _from_csv(path: Path) -> pd.DataFrame:
         values = pd.to_numeric(df[col], errors="coerce")
         if values.notna().any():  # text columns (function, expfile_hash) are not metrics
             out[col] = values
-    return out
+    return _without_duplicates(out, path)
+
+
+def _without_duplicates(runs: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """A run (host, CPU, run id) listed twice would count twice in every test: identical
+    copies are dropped with a warning, copies that disagree are an error."""
+    key = list(KEY)
+    dup = runs.duplicated(key, keep=False)
+    if not dup.any():
+        return runs
+    copies = runs[dup]
+    same = copies.drop(columns=["source"]).drop_duplicates()
+    if same.duplicated(key).any():
+        h, c, r = same[same.duplicated(key)].iloc[0][key]
+        raise HplsimError(f"history {path}: run {r} of {h} CPU {c} is listed twice with different values")
+    extra = int(runs.duplicated(key).sum())
+    warn(f"history {path}: {extra} duplicated row(s) (same host, CPU and run) counted once")
+    return runs.drop_duplicates(key).reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- SQLite

@@ -63,6 +63,22 @@ def _kernel_names(meas: Measurements, asked: tuple[str, ...]) -> list[str]:
     return names
 
 
+#: fewer calls than this many per fitted parameter: the coefficients (and the selection
+#: among options) rest on too little data to be trusted
+CALLS_PER_PARAMETER = 10
+
+
+def _small_sample_warning(kf: KernelFits) -> None:
+    thin = [(label, f) for label, f in [("all calls", kf.pooled), *[(kf.group_label(k), f) for k, f in kf.groups.items()]]
+            if f.n < CALLS_PER_PARAMETER * max(1, f.n_params)]
+    if thin:
+        label, f = thin[0]
+        more = f" (and {len(thin) - 1} more group(s))" if len(thin) > 1 else ""
+        warn(f"{kf.kernel}: {f.n} calls for a {f.n_params}-parameter model ({label}){more}: fewer than "
+             f"{CALLS_PER_PARAMETER} calls per parameter, the fit and the choice of option are unreliable; "
+             "measure more rows (hplsim calibrate --rows)")
+
+
 def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
     calls = meas.kernels
     kernels = _kernel_names(meas, opts["kernels"])
@@ -93,6 +109,7 @@ def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
                          compare_options=opts["report"] is not None, pieces=pieces.get(kernel, ()))
         fits.append(kf)
         _print_kernel(kf)
+        _small_sample_warning(kf)
 
     base = load_model(opts["base"]) if opts["base"] else None
     provenance = {
@@ -244,10 +261,27 @@ def _link(opts: dict[str, Any]) -> tuple[float, float, str, dict | None]:
     return bw, links * lat, what, None
 
 
+#: HPL's messages reach megabytes (panels): a fit that saw less extrapolates its last factor
+NETWORK_SIZES_MIN = 4
+NETWORK_LARGEST_MIN = 1 << 20
+
+
+def _narrow_sizes_warning(network: pd.DataFrame) -> None:
+    if "size" not in network or network.empty:
+        return
+    sizes = sorted(set(network["size"].astype(float)))
+    if len(sizes) < NETWORK_SIZES_MIN or sizes[-1] < NETWORK_LARGEST_MIN:
+        warn(f"the MPI measurements cover {len(sizes)} message size(s) from {sizes[0]:.0f} to {sizes[-1]:.0f} B: "
+             f"the fitted factors are extrapolated to every other size (HPL's panels reach megabytes); "
+             f"measure at least {NETWORK_SIZES_MIN} sizes up to {NETWORK_LARGEST_MIN} B or more")
+
+
 def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
     from hplsim.models.network import fit_network, segments_table, smpi_options
 
     bw, route_lat, link_note, spec_doc = _link(opts)
+    _narrow_sizes_warning(meas.network if opts["cluster"] is None or "cluster" not in meas.network
+                          else meas.network[meas.network["cluster"] == opts["cluster"]])
     fit = fit_network(meas.network, cluster=opts["cluster"], joint=not opts["separate_breakpoints"],
                       min_points=opts["min_points"], noise=opts["network_noise"], seed=opts["seed"])
     options, notes = smpi_options(fit, bw, route_lat)

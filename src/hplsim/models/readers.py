@@ -109,7 +109,10 @@ def _kernel_table(df: pd.DataFrame, source: str, host_format: str) -> pd.DataFra
     if "host" in df:
         out["host"] = df["host"].astype(str)
     elif "node" in df:
-        out["host"] = [host_name(host_format, int(v)) if pd.notna(v) else None for v in df["node"]]
+        nodes = pd.to_numeric(df["node"], errors="coerce")
+        if (nodes.notna() & (nodes != nodes.round())).any() or (df["node"].notna() & nodes.isna()).any():
+            raise HplsimError(f"{source}: the node column holds values that are not node numbers")
+        out["host"] = [host_name(host_format, int(v)) if pd.notna(v) else None for v in nodes]
     else:
         out["host"] = None
     out["cpu"] = pd.to_numeric(df["cpu"], errors="coerce") if "cpu" in df else np.nan
@@ -147,7 +150,7 @@ def _network_table(df: pd.DataFrame, source: str) -> pd.DataFrame:
 
 def _read_csv(path: Path) -> pd.DataFrame:
     try:
-        return pd.read_csv(path)
+        return pd.read_csv(path, index_col=False)  # an extra field must not make column 1 the index
     except FileNotFoundError:
         raise HplsimError(f"{path}: no such file") from None
     except pd.errors.EmptyDataError:
