@@ -53,10 +53,16 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The `hplsim` program: signals handled, stale temporary folders cleaned, then `run`."""
     from hplsim.processes import clean_stale_dirs, handle_signals
 
     handle_signals()
     clean_stale_dirs()
+    run(argv)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """One command: every error becomes one ``hplsim: error:`` line and an exit code."""
     try:
         cli.main(args=argv, prog_name="hplsim", standalone_mode=False)
     except HplsimError as exc:

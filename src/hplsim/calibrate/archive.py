@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 import yaml
 
+from hplsim import tables
 from hplsim.errors import HplsimError
 
 FORMAT_VERSION = 1
@@ -196,11 +197,7 @@ class Archive:
         member = TABLE_MEMBERS.get(name, name)
         cached = self._tables.get(member)
         if cached is None:
-            try:
-                cached = self._tables[member] = _read_csv(self.member(member))
-            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-                raise HplsimError(f"{self.path}: member {member} is not a readable CSV "
-                                  f"({' '.join(str(exc).split())})") from None
+            cached = self._tables[member] = _read_csv(self.member(member), f"{self.path}: member {member}")
         return cached.copy()
 
     @cached_property
@@ -218,8 +215,8 @@ class Archive:
         return {}
 
 
-def _read_csv(data: bytes) -> pd.DataFrame:
-    frame = pd.read_csv(io.BytesIO(data), index_col=False)
+def _read_csv(data: bytes, what: str) -> pd.DataFrame:
+    frame = tables.read_csv(data, what)
     # Text columns: empty cells (side of dgemm) come back as "" rather than NaN, so that
     # `frame.side == "L"` and grouping by host behave.
     for col in TEXT_COLUMNS.intersection(frame.columns):

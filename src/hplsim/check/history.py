@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from hplsim import tables
 from hplsim.check.metrics import KEY, NON_METRICS
 from hplsim.errors import HplsimError, warn
 
@@ -47,10 +48,7 @@ def is_sqlite(path: Path) -> bool:
 
 
 def _from_csv(path: Path) -> pd.DataFrame:
-    try:
-        df = pd.read_csv(path, index_col=False)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise HplsimError(f"cannot read history {path}: {' '.join(str(exc).split())}") from None
+    df = tables.read_csv(path, f"history {path}")
     if {"host", "run_id"} <= set(df.columns):
         host, run = df["host"].astype(str), df["run_id"].astype(str)
     elif {"node", "jobid"} <= set(df.columns):

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from hplsim import tables
 from hplsim.errors import HplsimError
 from hplsim.models.modelfile import KERNEL_VARIABLES
 
@@ -149,14 +150,7 @@ def _network_table(df: pd.DataFrame, source: str) -> pd.DataFrame:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, index_col=False)  # an extra field must not make column 1 the index
-    except FileNotFoundError:
-        raise HplsimError(f"{path}: no such file") from None
-    except pd.errors.EmptyDataError:
-        raise HplsimError(f"{path}: empty file (no header, no measurements)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
-        raise HplsimError(f"{path}: not a readable CSV file ({str(exc).splitlines()[0]})") from None
+    return tables.read_csv(path, str(path))
 
 
 def _archive_frames(path: Path) -> tuple[dict[str, Any], list[tuple[str, pd.DataFrame]]]:

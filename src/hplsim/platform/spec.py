@@ -198,9 +198,9 @@ _NETWORK_FIELDS = {
 
 
 def _positive_int(doc: Mapping, key: str, default: int | None = None) -> int | None:
-    value = doc.get(key, default)
-    if value is None:
-        return None
+    value = doc.get(key)
+    if value is None:  # absent, or written as null: the default
+        return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise HplsimError(f"platform: {key} must be a positive integer, got {value!r}")
     return value
@@ -270,6 +270,11 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
     def opt(key: str, conv) -> float | None:
         return conv(net[key], key) if net.get(key) is not None else None
 
+    for key in ("name", "host_prefix", "host_suffix"):
+        text = str(doc.get(key, ""))
+        if not text.isprintable() or any(c in text for c in "<>&\"'"):
+            raise HplsimError(f"platform spec {source}: {key} {text!r} may hold only printable characters "
+                              "other than < > & \" '")
     spec = PlatformSpec(
         nodes=_positive_int(doc, "nodes"),
         cores_per_node=_positive_int(doc, "cores_per_node", 1),
