@@ -197,7 +197,9 @@ class Archive:
         member = TABLE_MEMBERS.get(name, name)
         cached = self._tables.get(member)
         if cached is None:
-            cached = self._tables[member] = _read_csv(self.member(member), f"{self.path}: member {member}")
+            cached = _read_csv(self.member(member), f"{self.path}: member {member}")
+            _check_format(cached, member, self.path)
+            self._tables[member] = cached
         return cached.copy()
 
     @cached_property
@@ -213,6 +215,21 @@ class Archive:
     @cached_property
     def _tables(self) -> dict[str, pd.DataFrame]:
         return {}
+
+
+def _check_format(frame: pd.DataFrame, member: str, path: Path) -> None:
+    """A member of a fixed format has all its columns, and numbers where numbers go."""
+    expected = FIXED_COLUMNS.get(member)
+    if expected is None:
+        return
+    missing = [c for c in expected if c not in frame.columns]
+    if missing:
+        raise HplsimError(f"{path}: member {member} lacks the column(s) {', '.join(missing)}")
+    for col in expected:
+        if col in TEXT_COLUMNS or frame[col].isna().all():
+            continue
+        if not pd.api.types.is_numeric_dtype(frame[col]):
+            raise HplsimError(f"{path}: member {member}: column {col} holds values that are not numbers")
 
 
 def _read_csv(data: bytes, what: str) -> pd.DataFrame:

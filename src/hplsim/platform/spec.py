@@ -261,6 +261,8 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
         raise HplsimError(f"platform spec {source}: 'smpi' must be a mapping of SimGrid options")
 
     for key, value in smpi.items():
+        if not str(key).isprintable() or not str(value).isprintable() or value is None:
+            raise HplsimError(f"platform spec {source}: smpi option {key!r}: {value!r} is not a printable value")
         check_smpi_option(str(key), str(value), source)
     mpi = _section(doc, "mpi", _MPI_FIELDS, source)
     iprobe_reports = str(mpi.get("iprobe_reports", "arrived"))
