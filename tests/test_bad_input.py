@@ -91,6 +91,7 @@ FILES: dict[str, str | bytes] = {
     "no_dgemm.yaml": _model({"dtrsm": {"mean": {"mnk": 1e-11}}}),
     "neg_leading.yaml": _model({"dgemm": {"mean": {"mnk": -1e-11}}}),
     "neg_intercept.yaml": _model({"dgemm": {"mean": {"intercept": -1e-6, "mnk": 1e-11}}}),
+    "negative_dgemm.yaml": _model({"dgemm": {"mean": {"mnk": 1e-11, "mn": -1e-6}}, "dtrsm": {"mean": {"mnk": 1e-11}}}),
     "huge_intercept.yaml": _model({"dgemm": {"mean": {"intercept": 1e300, "mnk": 1e-11}}}),
     "nan_coef.yaml": _model({"dgemm": {"mean": {"mnk": float("nan")}}}),
     "unknown_kernel.yaml": _model({"dgemm": {"mean": {"mnk": 1e-11}}, "zgemm": {"mean": {"mnk": 1}}}),
@@ -227,6 +228,7 @@ def _cases() -> list[Case]:
         ("neg_leading.yaml", r"negative coefficient"),
         ("neg_intercept.yaml", r"intercept: negative coefficient"),
         ("huge_intercept.yaml", r"1e\+300 s is not a plausible coefficient"),
+        ("negative_dgemm.yaml", r"every dgemm call's modelled duration is <= 0 s"),
         ("nan_coef.yaml", r"not finite"),
         ("unknown_kernel.yaml", r"unknown kernel 'zgemm'"),
         ("unknown_term.yaml", r"unknown size variable 'q'"),
@@ -452,6 +454,8 @@ def invoke(args: list[str], cwd: Path) -> tuple[int, str, str]:
                 hplsim_run(args)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
+            sys.stdout.flush()  # json.dump writes into the text wrapper's buffer
+            sys.stderr.flush()
             return code, out.getvalue().decode(), err.getvalue().decode()
     finally:
         os.chdir(old)

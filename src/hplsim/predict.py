@@ -262,7 +262,7 @@ def _format_table(preds: list[Prediction]) -> str:
 
 
 def _seconds(t: float) -> str:
-    return f"{t:.4f}" if t < 1e9 else f"{t:.4g}"
+    return f"{t:.4f}" if t < 1e6 else f"{t:.4g}"
 
 
 def _format_breakdown(p: Prediction) -> str:

@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -249,8 +250,9 @@ def read_archive(path: str | os.PathLike[str]) -> Archive:
             raw = {info.filename: zf.read(info) for info in zf.infolist() if not info.is_dir()}
     except FileNotFoundError:
         raise HplsimError(f"{p}: no such file") from None
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise HplsimError(f"{p}: not a readable zip archive ({exc})") from None
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError,
+            NotImplementedError, RuntimeError) as exc:  # damaged, encrypted, unknown compression
+        raise HplsimError(f"{p}: not a readable zip archive ({' '.join(str(exc).split()) or type(exc).__name__})") from None
     if "metadata.yaml" not in raw:
         raise HplsimError(f"{p}: not a calibration archive (no metadata.yaml)")
     try:

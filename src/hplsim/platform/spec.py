@@ -242,7 +242,7 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
     unknown = set(doc) - _SPEC_FIELDS
     if unknown:
         raise HplsimError(f"platform spec {source}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
-    if "nodes" not in doc:
+    if doc.get("nodes") is None:
         raise HplsimError(f"platform spec {source}: 'nodes' is required")
     net = _section(doc, "network", _NETWORK_FIELDS, source)
     topology = net.get("topology", "star")
