@@ -113,7 +113,7 @@ def _no_temp_files(folder: Path) -> None:
 PREDICT = ["predict", "-N", "2000,3000,140000", "--nb", "128", "-P", "2", "-Q", "4", "-o", "out.json"]
 
 
-def _kill_predict(tmp_path: Path, sig: int, seed: int) -> None:
+def _kill_predict(tmp_path: Path, sig: int, seed: int, deep: bool) -> None:
     work, tmp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
     tmp.mkdir()
@@ -131,17 +131,6 @@ def _kill_predict(tmp_path: Path, sig: int, seed: int) -> None:
         assert done is None or (len(done) < 3 and all("gflops" in d for d in done))
     _no_temp_files(work)
 
-
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_kill_predict(tmp_path, sig):
-    _kill_predict(tmp_path, sig, seed=20 + sig)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_kill_predict_at_many_moments(tmp_path, sig, seed):
-    _kill_predict(tmp_path, sig, seed)
 
 
 def test_a_term_between_configurations_keeps_the_finished_ones(tmp_path):
@@ -188,7 +177,7 @@ hpl:
 """
 
 
-def _kill_sweep(tmp_path: Path, sig: int, seed: int, resume: bool) -> None:
+def _kill_sweep(tmp_path: Path, sig: int, seed: int, deep: bool) -> None:
     work, tmp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
     tmp.mkdir()
@@ -203,7 +192,7 @@ def _kill_sweep(tmp_path: Path, sig: int, seed: int, resume: bool) -> None:
                 assert r["status"] in ("ok", "failed")
                 if r["status"] == "ok":
                     assert r["gflops"] > 0 and r["time_s"] > 0
-    if not resume:
+    if not deep:
         return
     # and the sweep resumes to the end
     again = subprocess.run([*HPLSIM, "sweep", "spec.yaml", "--db", "r.sqlite", "-j", "1", "--no-progress"],
@@ -213,17 +202,6 @@ def _kill_sweep(tmp_path: Path, sig: int, seed: int, resume: bool) -> None:
         assert sorted(r["n"] for r in store.runs("ok")) == [2000, 3000, 4000, 120000]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_kill_sweep(tmp_path, sig):
-    _kill_sweep(tmp_path, sig, seed=40 + sig, resume=False)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_kill_sweep_at_many_moments(tmp_path, sig, seed):
-    _kill_sweep(tmp_path, sig, seed, resume=True)
-
 
 # ----------------------------------------------------------------------- calibrate
 
@@ -232,7 +210,7 @@ CALIBRATE = ["calibrate", "dgemm", "--rows", "40", "--max-side", "600", "--max-p
              "--no-progress"]
 
 
-def _kill_calibrate(tmp_path: Path, sig: int, seed: int) -> None:
+def _kill_calibrate(tmp_path: Path, sig: int, seed: int, deep: bool) -> None:
     from hplsim.calibrate.archive import read_archive
 
     work, tmp = tmp_path / "work", tmp_path / "tmp"
@@ -252,17 +230,6 @@ def _kill_calibrate(tmp_path: Path, sig: int, seed: int) -> None:
     _no_temp_files(work)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_kill_calibrate(tmp_path, sig):
-    _kill_calibrate(tmp_path, sig, seed=60 + sig)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_kill_calibrate_at_many_moments(tmp_path, sig, seed):
-    _kill_calibrate(tmp_path, sig, seed)
-
 
 # ------------------------------------------------------------------------ validate
 
@@ -270,7 +237,7 @@ VALIDATE = ["validate", "-N", "600", "--nb", "64", "-P", "1", "-Q", "2", "--repe
             "--seed", "1", "--quiet"]
 
 
-def _kill_validate(tmp_path: Path, sig: int, seed: int) -> None:
+def _kill_validate(tmp_path: Path, sig: int, seed: int, deep: bool) -> None:
     work, tmp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
     tmp.mkdir()
@@ -288,13 +255,22 @@ def _kill_validate(tmp_path: Path, sig: int, seed: int) -> None:
     _no_temp_files(work)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_kill_validate(tmp_path, sig):
-    _kill_validate(tmp_path, sig, seed=80 + sig)
+
+# ------------------------------------------------------------------------- the tests
+
+KILLED = {"predict": _kill_predict, "sweep": _kill_sweep, "calibrate": _kill_calibrate, "validate": _kill_validate}
+SIGNALS = pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
+
+
+@SIGNALS
+@pytest.mark.parametrize("command", KILLED)
+def test_kill(tmp_path, command, sig):
+    KILLED[command](tmp_path, sig, seed=list(KILLED).index(command) * 100 + sig, deep=False)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_kill_validate_at_many_moments(tmp_path, sig, seed):
-    _kill_validate(tmp_path, sig, seed)
+@pytest.mark.parametrize("seed", range(4))
+@SIGNALS
+@pytest.mark.parametrize("command", KILLED)
+def test_kill_at_many_moments(tmp_path, command, sig, seed):
+    KILLED[command](tmp_path, sig, seed, deep=True)

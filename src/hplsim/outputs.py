@@ -38,16 +38,22 @@ def _probe(folder: Path) -> None:
     os.unlink(name)
 
 
+def _writable_folder(folder: Path, fail: str, name: str) -> None:
+    """`folder` created if missing and writable, else HplsimError(`fail`: reason); `name`:
+    how the reason names the folder."""
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise HplsimError(f"{fail}: {name} is a file, not a folder")
+        folder.mkdir(parents=True, exist_ok=True)
+        _probe(folder)
+    except OSError as exc:
+        raise HplsimError(f"{fail}: {_reason(exc)}") from None
+
+
 def check_dir(path: Path | str, what: str) -> Path:
     """A folder that the command will write into: created if missing, and writable."""
     path = Path(path)
-    try:
-        if path.exists() and not path.is_dir():
-            raise HplsimError(f"cannot write {what} into {path}: it is a file, not a folder")
-        path.mkdir(parents=True, exist_ok=True)
-        _probe(path)
-    except OSError as exc:
-        raise HplsimError(f"cannot write {what} into {path}: {_reason(exc)}") from None
+    _writable_folder(path, f"cannot write {what} into {path}", "it")
     return path
 
 
@@ -58,14 +64,7 @@ def check_file(path: Path | str, what: str) -> Path:
         raise HplsimError(f"cannot write {what} {path}: it is a folder")
     if path.name in ("", ".", ".."):
         raise HplsimError(f"cannot write {what} {path}: not a file name")
-    parent = path.parent
-    try:
-        if parent.exists() and not parent.is_dir():
-            raise HplsimError(f"cannot write {what} {path}: {parent} is a file, not a folder")
-        parent.mkdir(parents=True, exist_ok=True)
-        _probe(parent)
-    except OSError as exc:
-        raise HplsimError(f"cannot write {what} {path}: {_reason(exc)}") from None
+    _writable_folder(path.parent, f"cannot write {what} {path}", str(path.parent))
     return path
 
 

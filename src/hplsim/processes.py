@@ -91,7 +91,11 @@ def handle_signals() -> None:
 @contextlib.contextmanager
 def run_dir(kind: str, parent: Path | None = None) -> Iterator[Path]:
     """A temporary folder ``hplsim-<kind>-<pid>-XXXX`` (in `parent`, default the system's
-    temporary folder), removed when the block ends, however it ends."""
+    temporary folder), removed when the block ends, however it ends. A `parent` of its own
+    (a shared folder next to the output) is cleaned of stale folders first: the start of
+    hplsim cleans only the temporary folder."""
+    if parent is not None:
+        clean_stale_dirs(parent)
     folder = Path(tempfile.mkdtemp(prefix=f"hplsim-{kind}-{os.getpid()}-", dir=parent))
     try:
         yield folder

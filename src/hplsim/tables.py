@@ -24,7 +24,7 @@ def read_csv(source: Path | str | bytes, what: str) -> pd.DataFrame:
     except FileNotFoundError:
         raise HplsimError(f"{what}: no such file") from None
     except pd.errors.EmptyDataError:
-        raise HplsimError(f"{what}: empty (no header, no rows)") from None
+        raise HplsimError(f"{what}: empty file (no header, no rows)") from None
     except pd.errors.ParserWarning:
         raise HplsimError(f"{what}: a row has more fields than the header") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
