@@ -129,6 +129,7 @@ FILES: dict[str, str | bytes] = {
     "badcore.xml": _xml('radical="0-1" bw="1GBps" lat="1us" core="two"'),
     "badradical.xml": _xml('radical="a-b" bw="1GBps" lat="1us"'),
     "hugeradical.xml": _xml('radical="0-99999999999" bw="1GBps" lat="1us"'),
+    "fattree.xml": _xml('radical="0-3" bw="1GBps" lat="1us" topology="FAT_TREE" topo_parameters="2;4,4;1,2;1,2"'),
     "nohost.xml": '<?xml version="1.0"?><platform version="4.1"><zone id="w" routing="Full"/></platform>\n',
     "broken.xml": "<platform><zone>\n",
     "nb0.dat": _hpl_dat(l7="0            NBs"),
@@ -274,6 +275,7 @@ def _cases() -> list[Case]:
         ("badradical.xml", r"radical 'a-b'"),
         ("hugeradical.xml", r"range '0-99999999999' is empty or too large"),
         ("nohost.xml", r"no host found"),
+        ("fattree.xml", r"its fat-tree has 16 leaves .* its radical names 4 hosts"),
         ("broken.xml", r"not valid XML"),
         ("missing.yaml", r"cannot read platform file missing\.yaml"),
     ]:

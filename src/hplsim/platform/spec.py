@@ -359,7 +359,14 @@ def xml_hosts(xml_text: str, source: str) -> list[tuple[str, int]]:
             hosts.append((el.get("id", ""), _cores(el, source)))
         elif el.tag in ("cluster", "cabinet"):
             cores = _cores(el, source)
-            for r in _expand_radical(el.get("radical", ""), source):
+            radicals = _expand_radical(el.get("radical", ""), source)
+            if el.get("topology", "").upper() == "FAT_TREE":
+                where = f"platform {source}: <{el.tag} id={el.get('id', '?')!r}>"
+                leaves = fat_tree_leaves(el.get("topo_parameters", ""), where)
+                if leaves != len(radicals):
+                    raise HplsimError(f"{where}: its fat-tree has {leaves} leaves (the product of the down counts of "
+                                      f"{el.get('topo_parameters')!r}) but its radical names {len(radicals)} hosts")
+            for r in radicals:
                 hosts.append((f"{el.get('prefix', '')}{r}{el.get('suffix', '')}", cores))
     if not hosts:
         raise HplsimError(f"platform {source}: no host found")
