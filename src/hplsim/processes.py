@@ -31,16 +31,30 @@ _PR_SET_PDEATHSIG = 1
 _STALE = re.compile(r"^\.?hplsim-[a-z]+-(\d+)-")
 
 
+def _prctl():
+    """libc's prctl, looked up in the parent: the child between fork and exec must not
+    dlopen (another thread of ours may have held the loader's lock at the fork)."""
+    global _PRCTL
+    if _PRCTL is None:
+        try:
+            _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            _PRCTL = False  # not Linux
+    return _PRCTL
+
+
+_PRCTL = None
+
+
 def set_parent_death_signal(signum: int = signal.SIGTERM) -> bool:
     """Ask the kernel to send `signum` to this process when its parent thread ends."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False  # not Linux
+    prctl = _prctl()
+    return bool(prctl) and prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
 
 
 def _die_with(parent: int):
+    _prctl()
+
     def preexec() -> None:
         set_parent_death_signal()
         if os.getppid() != parent:  # the parent died between fork and prctl
