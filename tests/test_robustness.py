@@ -236,3 +236,14 @@ def test_check_names_dahu_nodes_as_the_platform_does(dahu_dir):
 
 def test_root_tempdir_is_left_clean():
     assert not list(Path(tempfile.gettempdir()).glob(f"hplsim-*-{os.getpid()}-*"))
+
+
+def test_the_kernel_report_taken_on_every_run_changes_nothing(tmp_path, monkeypatch):
+    """predict asks the runtime for its per-kernel report on every run (to name kernels that
+    cost nothing): the prediction is the same bit for bit as without the report."""
+    import hplsim.predict
+
+    with_report = json.loads(invoke(["predict", *SMALL, "--seed", "3", "--json"], tmp_path)[1])[0]
+    monkeypatch.setattr(hplsim.predict, "KERNEL_REPORT", False)
+    without = json.loads(invoke(["predict", *SMALL, "--seed", "3", "--json"], tmp_path)[1])[0]
+    assert with_report["time_s"] == without["time_s"] and with_report["gflops"] == without["gflops"]

@@ -95,6 +95,10 @@ def check_inputs(config: HplConfig, platform: Platform, model: ModelFile) -> lis
     return used
 
 
+#: Take the runtime's per-kernel report on every run (written at the end, it changes
+#: nothing in the run), to say which modelled kernels cost nothing.
+KERNEL_REPORT = True
+
 #: Kernels without which a prediction means nothing (dgemm: most of HPL's time), and those
 #: whose absence is worth a warning (dtrsm: the next largest share). The small kernels the
 #: published models leave out (dger, some row swaps) cost 0 s without a word.
@@ -207,9 +211,7 @@ def predict(
         write_hpl_dat(HplParams.from_config(config, threshold=-1.0), work / "HPL.dat")
         report = work / "kernels.txt"
         report.unlink(missing_ok=True)
-        # the kernel report is always taken (written at the end: it changes nothing), to
-        # say which modelled kernels cost nothing
-        args = ["model.table", str(seed), report.name]
+        args = ["model.table", str(seed)] + ([report.name] if breakdown or KERNEL_REPORT else [])
         out = run_smpirun(
             binary, args, work, work / "platform.xml", work / "hostfile",
             config.ranks, {**folding, **platform.config}, timeout,
@@ -220,8 +222,9 @@ def predict(
             (work / "stdout.txt").write_text(out.stdout)
             (work / "stderr.txt").write_text(out.stderr)
         time_s, gflops = _parse_result(out.stdout, config)
-        split = _breakdown(report.read_text() if report.exists() else "", time_s)
-    free = zero_cost_kernels(split, model.model, used)
+        split = (_breakdown(report.read_text() if report.exists() else "", time_s)
+                 if breakdown or KERNEL_REPORT else None)
+    free = zero_cost_kernels(split, model.model, used) if split else []
     if "dgemm" in free:
         raise HplsimError("every dgemm call's modelled duration is <= 0 s (clamped to 0): the model's dgemm law "
                           "is negative at the sizes HPL uses; check its coefficients")

@@ -195,4 +195,6 @@ def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, str, int]
     proc.returncode = os.waitstatus_to_exitcode(status)
     for t in readers:
         t.join()
+    proc.stdout.close()
+    proc.stderr.close()
     return out.get("stdout", ""), out.get("stderr", ""), usage.ru_maxrss * 1024
