@@ -19,12 +19,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from hplsim.cli import run as hplsim_run
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import format_hpl_dat
-from hplsim.presets import DEFAULT
+from inprocess import invoke
 
 SMALL = ["-N", "500", "--nb", "64", "-P", "1", "-Q", "2"]
 
@@ -442,25 +440,6 @@ def _our_temp_dirs() -> set[str]:
     import tempfile
 
     return {p.name for p in Path(tempfile.gettempdir()).glob(f"hplsim-*-{os.getpid()}-*")}
-
-
-def invoke(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """hplsim's entry point in this process: (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    old = Path.cwd()
-    os.chdir(cwd)
-    try:
-        with runner.isolation() as (out, err, *_):
-            code = 0
-            try:
-                hplsim_run(args)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            sys.stdout.flush()  # json.dump writes into the text wrapper's buffer
-            sys.stderr.flush()
-            return code, out.getvalue().decode(), err.getvalue().decode()
-    finally:
-        os.chdir(old)
 
 
 def test_the_corpus_is_large_and_covers_every_subcommand():

@@ -189,15 +189,6 @@ def test_model_file(doc):
         check_model(doc, Path(tmp))
 
 
-@FAST
-@given(st.text(max_size=300))
-def test_model_file_text(text):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "m.yaml"
-        path.write_text(text)
-        _own_error_only(lambda: load_model(path))
-
-
 @pytest.mark.slow
 @DEEP
 @given(st.one_of(mutated(VALID_MODEL, rounds=6), documents))
@@ -289,13 +280,15 @@ def test_platform_xml_deep(text):
     check_xml(text)
 
 
+@pytest.mark.parametrize("reader", [load_model, load_platform], ids=["model", "platform"])
 @FAST
-@given(st.text(max_size=300))
-def test_platform_file_text(text):
+@given(text=st.text(max_size=300))
+def test_file_text(reader, text):
+    """Any text in a model file or a platform file (YAML, or XML when it starts with <)."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "p.yaml"
+        path = Path(tmp) / "f.yaml"
         path.write_text(text)
-        _own_error_only(lambda: load_platform(path))
+        _own_error_only(lambda: reader(path))
 
 
 # ------------------------------------------------------------------------ sweep spec
@@ -340,7 +333,6 @@ def _valid_archive_members() -> dict[str, bytes]:
     w.add_table("results/dgemm.csv", [dict(function="dgemm", m=10 + i, n=20, k=30, lda=10, ldb=30, ldc=10,
                                            start=1.0 + i, duration=1.5e-7 * (i + 1), host="h", cpu=0, core=0,
                                            rank=0, repetition=0) for i in range(4)])
-    buf = io.BytesIO()
     with tempfile.TemporaryDirectory() as tmp:
         path = w.write(Path(tmp) / "a.zip", {"kind": "dgemm", "status": "complete", "seed": 1}, [])
         with zipfile.ZipFile(path) as zf:
@@ -363,11 +355,7 @@ def archives(draw) -> bytes:
             members[name] = draw(st.text(max_size=200)).encode()
         else:
             members[name] = yaml.safe_dump(draw(mutated(yaml.safe_load(ARCHIVE["metadata.yaml"])))).encode()
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    raw = buf.getvalue()
+    raw = _zip(members)
     if draw(st.booleans()):  # a damaged zip
         i = draw(st.integers(0, len(raw) - 1))
         raw = raw[:i] + draw(st.binary(max_size=8)) + raw[i + 1:]

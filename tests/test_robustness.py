@@ -18,7 +18,7 @@ import yaml
 from hplsim import processes
 from hplsim.errors import HplsimError, reset_warnings, warn, warnings_issued, with_warnings
 from hplsim.outputs import atomic, check_dir, check_file, write_or_fallback, write_text
-from test_bad_input import invoke
+from inprocess import invoke
 
 HPLSIM = [sys.executable, "-m", "hplsim.cli"]
 
