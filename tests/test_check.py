@@ -350,7 +350,7 @@ def test_reading_the_dahu_csv_directly(dahu_dir):
     h = read_history(dahu_dir / "dgemm_calibration_history.csv")
     raw = pd.read_csv(dahu_dir / "dgemm_calibration_history.csv")
     assert len(h) == len(raw) == 1456 and h.groupby(["host", "cpu"]).ngroups == 64
-    assert set(h["host"]) == {f"dahu-{i}" for i in range(1, 33)}
+    assert set(h["host"]) == {f"dahu-{i}.grid5000.fr" for i in range(32)}
     assert {"intercept", "mnk", "avg_gflops", "mnk_residual", "tvalue_mnk"} <= set(h.columns)
     assert "expfile_hash" not in h.columns and "function" not in h.columns
 
@@ -467,7 +467,7 @@ def test_real_dahu_history_end_to_end(dahu_dir, hplsim, capsys):
     # one series recomputed by hand from the CSV
     raw = pd.read_csv(csv)
     s = raw[(raw.node == 2) & (raw.cpu == 0)].sort_values("start_time")[METRICS].to_numpy()
-    v = next(v for v in verdicts if v["series"] == "dahu-2/cpu0")
+    v = next(v for v in verdicts if v["series"] == "dahu-1.grid5000.fr/cpu0")
     for test in v["tests"]:
         direct = chew_test(s[:-test["r"]], s[-test["r"]:], 0.9999)
         assert test["n"] == len(s) - test["r"] and test["statistic"] == pytest.approx(direct.statistic, rel=1e-9)
@@ -475,7 +475,7 @@ def test_real_dahu_history_end_to_end(dahu_dir, hplsim, capsys):
     code, out, err = hplsim("check", csv, "--gamma", "0.99", "--json", "--replay")
     at99 = json.loads(out)
     assert code == 1 and {v["series"] for v in at99 if v["verdict"] == REGRESSION} == {
-        "dahu-2/cpu0", "dahu-15/cpu0", "dahu-15/cpu1"}
+        "dahu-1.grid5000.fr/cpu0", "dahu-14.grid5000.fr/cpu0", "dahu-14.grid5000.fr/cpu1"}
     assert sum(len(v["alarms"]) for v in at99) >= 5
 
 

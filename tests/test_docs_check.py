@@ -16,12 +16,12 @@ def test_check_doc_examples_run(tmp_path, dahu_dir):
     assert len(results) == 7
     table, as_json, december, charts, _, added, ours = (r.stdout for r in results)
     assert "64 series: 64 ok (γ = 0.9999, r = 1 and 5)" in table
-    assert "intercept_residual (regression)" in table.split("dahu-2/cpu0")[1].splitlines()[0]
+    assert "intercept_residual (regression)" in table.split("dahu-1.grid5000.fr/cpu0")[1].splitlines()[0]
     assert {v["verdict"] for v in json.loads(as_json)} == {"ok"}
     assert "64 series: 64 not enough history" in december
-    # the outlier log removed a run of dahu-13/cpu0 and both CPUs' of dahu-6 on 2019-12-30
+    # the outlier log removed a run of dahu-12.grid5000.fr/cpu0 and both CPUs' of dahu-5.grid5000.fr on 2019-12-30
     assert "Replay (each run against the runs before it): 0 alarm(s)" in charts
-    assert "outlier log: 1 run(s) left out" in charts.split("dahu-6/cpu1")[1].splitlines()[0]
-    assert (tmp_path / "charts" / "overview.png").exists() and (tmp_path / "charts" / "dahu-15-cpu1.png").exists()
+    assert "outlier log: 1 run(s) left out" in charts.split("dahu-5.grid5000.fr/cpu1")[1].splitlines()[0]
+    assert (tmp_path / "charts" / "overview.png").exists() and (tmp_path / "charts" / "dahu-14.grid5000.fr-cpu1.png").exists()
     assert "run(s) added" in added and (tmp_path / "history.sqlite").exists()
     assert "not enough history" in ours

@@ -75,13 +75,17 @@ def test_update_loop_hints_end_busy_waits_with_fewer_probes():
     assert hinted["real"] < polled["real"] / 2
 
 
-def test_probes_between_swap_steps_are_not_taken_for_a_busy_wait():
+@pytest.mark.parametrize("config", [
+    HplConfig(n=8000, nb=128, p=8, q=8, pfact=2, rfact=1, nbmin=4, bcast=1, depth=1, swap=2),
+    HplConfig(n=2000, nb=64, p=8, q=4, pfact=2, rfact=1, nbmin=4, bcast=1, depth=1, swap=2),
+], ids=["8x8", "8x4"])
+def test_probes_between_swap_steps_are_not_taken_for_a_busy_wait(config):
     """E26: a long (spread-roll) swap under look-ahead probes for the next panel at each of
     its steps; with nothing to send in a row of steps, those probes follow each other with
     no time passing. Counting them as a busy-wait blocked the rank in a receive for the
-    panel while a swap partner waited for it: this 8×8 run deadlocked. Only HPL's loops
-    that do nothing but poll end a wait now."""
-    config = HplConfig(n=8000, nb=128, p=8, q=8, pfact=2, rfact=1, nbmin=4, bcast=1, depth=1, swap=2)
+    panel while a swap partner waited for it: these runs deadlocked (the 8×4 one was
+    found by the population studies). Only HPL's loops that do nothing but poll end a
+    wait now."""
     p = _predict(config, None, breakdown=True)
     assert p.gflops > 0 and p.breakdown["probes"]["busy_waits_hinted"] > 0
 

@@ -293,3 +293,16 @@ def test_a_run_over_the_mapping_limit_is_refused_before_it_starts(monkeypatch, d
     monkeypatch.setattr(memory, "max_map_count", lambda: 50)
     with pytest.raises(HplsimError, match="memory mappings"):
         predict(HplConfig(n=2000, nb=64, p=2, q=2), load_platform(dahu.platform, dahu.ranks_per_host), dahu_model)
+
+
+def test_folded_buffers_still_need_addresses():
+    """Folding costs no memory, but every rank's matrix is an address range of the one
+    simulation process (128 TiB of user space): Stampede's TOP500 run (N = 3,875,000,
+    114 TiB) fits, N = 4,200,000 on the same grid does not and is refused up front."""
+    huge = {"smpi/shared-malloc-blocksize": str(memory.HUGE_PAGE)}
+    stampede = HplConfig(n=3875000, nb=1024, p=77, q=78, bcast=5, depth=0)
+    assert 2**40 * 110 < memory.virtual_bytes(stampede) < memory.ADDRESS_MARGIN * memory.ADDRESS_SPACE
+    memory.check_mapping_budget(stampede, huge)
+    with pytest.raises(HplsimError, match=r"N=4200000 on 77x78 is beyond what memory folding can serve on this "
+                                          r"machine: .* TiB of addresses"):
+        memory.check_mapping_budget(HplConfig(n=4200000, nb=1024, p=77, q=78, bcast=5, depth=0), huge)

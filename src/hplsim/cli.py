@@ -9,7 +9,7 @@ import sys
 import click
 
 from hplsim import __version__
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, Interrupted, reset_warnings
 
 # name -> (module, attribute, one-line help); the order is the pipeline's order.
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
@@ -50,9 +50,20 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="hplsim")
 def cli() -> None:
     """hplsim: predict High-Performance Linpack on a simulated cluster."""
+    reset_warnings()
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The `hplsim` program: signals handled, stale temporary folders cleaned, then `run`."""
+    from hplsim.processes import clean_stale_dirs, handle_signals
+
+    handle_signals()
+    clean_stale_dirs()
+    run(argv)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """One command: every error becomes one ``hplsim: error:`` line and an exit code."""
     try:
         cli.main(args=argv, prog_name="hplsim", standalone_mode=False)
     except HplsimError as exc:
@@ -69,7 +80,23 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("hplsim: interrupted", err=True)
         sys.exit(130)
+    except Interrupted as exc:
+        click.echo(f"hplsim: interrupted by {exc}", err=True)
+        sys.exit(128 + exc.signum)
     except BrokenPipeError:
+        sys.exit(1)
+    except OSError as exc:  # a file or a folder the checks before the work could not foresee
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"hplsim: error: {exc.strerror or exc}{where}", err=True)
+        sys.exit(1)
+    except Exception as exc:  # a bug: still one line (HPLSIM_DEBUG=1 shows the traceback)
+        import os
+
+        if os.environ.get("HPLSIM_DEBUG"):
+            raise
+        message = " ".join(str(exc).split())
+        click.echo(f"hplsim: error: internal error ({type(exc).__name__}: {message}); "
+                   "rerun with HPLSIM_DEBUG=1 and report the traceback", err=True)
         sys.exit(1)
 
 

@@ -12,25 +12,27 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from hplsim import __version__
+from hplsim.clitypes import RANKS_PER_HOST, SEED, TIMEOUT
 from hplsim.emulate.memory import check_mapping_budget, folding_config
 from hplsim.emulate.progress import Listener, PanelBar, ProgressPipe
 from hplsim.emulate.smpirun import run_smpirun
 from hplsim.emulate.trace import TraceRequest, trace_env, write_run_trace
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, Interrupted, warn, with_warnings
 from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
 from hplsim.hpl.options import HPL_OPTION_KEYS, hpl_options, params_from_options
 from hplsim.models.modelfile import ModelFile, load_model, write_runtime_table
+from hplsim.outputs import check_dir, check_file, write_json
 from hplsim.platform.spec import Platform, load_platform
 from hplsim.presets import DEFAULT, PRESETS, get_preset
+from hplsim.processes import run_dir
 
 DEFAULT_TIMEOUT_S = 24 * 3600.0
 
@@ -97,7 +99,47 @@ def check_inputs(config: HplConfig, platform: Platform, model: ModelFile) -> lis
         )
     used = platform.slots[: config.ranks]
     model.check_hosts(used)
+    check_kernels(model, used)
     return used
+
+
+#: Take the runtime's per-kernel report on every run (written at the end, it changes
+#: nothing in the run), to say which modelled kernels cost nothing.
+KERNEL_REPORT = True
+
+#: Kernels without which a prediction means nothing (dgemm: most of HPL's time), and those
+#: whose absence is worth a warning (dtrsm: the next largest share). The small kernels the
+#: published models leave out (dger, some row swaps) cost 0 s without a word.
+REQUIRED_KERNELS = ("dgemm",)
+MAJOR_KERNELS = ("dtrsm",)
+
+
+def check_kernels(model: ModelFile, hosts: list[str]) -> None:
+    """Refuse a model that gives a used host no dgemm law (every call would cost 0 s: a
+    figure many times too high), and warn about a missing dtrsm."""
+    missing: dict[str, list[str]] = {}
+    for host in dict.fromkeys(hosts):
+        for cpu in range(model.cpus_of(host)):
+            kernels = model.resolve(host, cpu)
+            for k in (*REQUIRED_KERNELS, *MAJOR_KERNELS):
+                if k not in kernels:
+                    missing.setdefault(k, []).append(host if model.cpus_of(host) == 1 else f"{host} CPU {cpu}")
+    for k in REQUIRED_KERNELS:
+        if k in missing:
+            where = ", ".join(dict.fromkeys(missing[k][:3])) + (" …" if len(missing[k]) > 3 else "")
+            raise HplsimError(f"the model has no {k} law for {where}: every {k} call would cost 0 s and the "
+                              f"prediction would be meaningless (most of HPL's time is {k})")
+    for k in MAJOR_KERNELS:
+        if k in missing:
+            warn(f"the model has no {k} law (for {len(set(missing[k]))} of the hosts used): every {k} call costs 0 s, "
+                 "so the prediction is optimistic")
+
+
+def zero_cost_kernels(split: dict, model: ModelFile, hosts: list[str]) -> list[str]:
+    """Kernels the model has a law for whose every call cost 0 s in the run: their law is
+    <= 0 at the sizes HPL called them with (negative durations are clamped to 0)."""
+    modelled = {k for h in dict.fromkeys(hosts) for c in range(model.cpus_of(h)) for k in model.resolve(h, c)}
+    return [name for name, k in split["kernels"].items() if k["calls"] and k["seconds"] == 0 and name in modelled]
 
 
 def host_mismatch_warning(platform: Platform, model: ModelFile) -> str | None:
@@ -172,9 +214,8 @@ def predict(
     folding = folding_config()
     check_mapping_budget(config, folding)
     binary = hpl_binary(EMULATED)
-    with tempfile.TemporaryDirectory(prefix="hplsim-run-") as tmp:
-        work = Path(keep_dir).resolve() if keep_dir else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
+    with run_dir("run") as tmp:
+        work = check_dir(Path(keep_dir).resolve(), "the run folder (--keep)") if keep_dir else tmp
         (work / "platform.xml").write_text(platform.xml)
         (work / "hostfile").write_text("\n".join(used) + "\n")
         write_runtime_table(model.model, used, work / "model.table")
@@ -182,7 +223,7 @@ def predict(
         write_hpl_dat(HplParams.from_config(config, threshold=-1.0), work / "HPL.dat")
         report = work / "kernels.txt"
         report.unlink(missing_ok=True)
-        args = ["model.table", str(seed)] + ([report.name] if breakdown else [])
+        args = ["model.table", str(seed)] + ([report.name] if breakdown or KERNEL_REPORT else [])
         trace_cfg, trace_vars = trace_env(trace, work) if trace else ({}, {})
         with ProgressPipe(progress) if progress else contextlib.nullcontext() as pipe:
             out = run_smpirun(
@@ -196,10 +237,21 @@ def predict(
             (work / "stdout.txt").write_text(out.stdout)
             (work / "stderr.txt").write_text(out.stderr)
         time_s, gflops = _parse_result(out.stdout, config)
-        split = _breakdown(report.read_text() if report.exists() else "", time_s) if breakdown else None
+        split = (_breakdown(report.read_text() if report.exists() else "", time_s)
+                 if breakdown or KERNEL_REPORT else None)
+        free = zero_cost_kernels(split, model.model, used) if split else []
+        if "dgemm" in free:
+            raise HplsimError("every dgemm call's modelled duration is <= 0 s (clamped to 0): the model's dgemm law "
+                              "is negative at the sizes HPL uses; check its coefficients")
+        if free:
+            warn(f"{', '.join(free)}: every call cost 0 s, the model's law being <= 0 at the sizes HPL used "
+                 "(negative durations are clamped to 0): check its coefficients")
+        if time_s > IMPLAUSIBLE_TIME_S:
+            warn(f"{config.label()} N={config.n}: predicted time {time_s:.4g} s is beyond any real HPL run: "
+                 "check the model's coefficients")
         pred = Prediction(
             config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
-            platform.label, platform.digest(), model.label, model.digest, split,
+            platform.label, platform.digest(), model.label, model.digest, split if breakdown else None,
             out.peak_maps, out.peak_page_table_bytes,
         )
         if trace:
@@ -210,6 +262,8 @@ def predict(
 # ------------------------------------------------------------------------------- CLI
 
 
+#: a predicted time above this (a year) is a wrong model, not a run
+IMPLAUSIBLE_TIME_S = 3.2e7
 EXAMPLE = dict(n=20000, p=8, q=8)  # the built-in example's size (see README)
 _params_from_options = params_from_options  # kept for callers of the old private name
 
@@ -221,10 +275,14 @@ def _format_table(preds: list[Prediction]) -> str:
     for p in preds:
         c = p.config
         lines.append(
-            f"{c.label():<10}{c.n:>9}{c.nb:>6}{c.p:>5}{c.q:>5}{p.time_s:>14.4f}{p.gflops:>14.6g}"
+            f"{c.label():<10}{c.n:>9}{c.nb:>6}{c.p:>5}{c.q:>5}{_seconds(p.time_s):>14}{p.gflops:>14.6g}"
             f"{p.sim_wall_s:>14.2f}{p.sim_memory_bytes / 1e6:>14.1f}"
         )
     return "\n".join(lines)
+
+
+def _seconds(t: float) -> str:
+    return f"{t:.4f}" if t < 1e6 else f"{t:.4g}"
 
 
 def _format_breakdown(p: Prediction) -> str:
@@ -249,12 +307,12 @@ def _format_breakdown(p: Prediction) -> str:
 @hpl_options
 @click.option("--platform", "platform_path", type=click.Path(path_type=Path),
               help="Platform: YAML spec or SimGrid XML (default: the built-in Dahu platform).")
-@click.option("--ranks-per-host", type=int, help="Rank slots per host of an XML platform (default: its cores).")
+@click.option("--ranks-per-host", type=RANKS_PER_HOST, help="Rank slots per host of an XML platform (default: its cores).")
 @click.option("--model", "model_path", type=click.Path(path_type=Path),
               help="Model file (default: the built-in Dahu models).")
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), help="A built-in platform + model + HPL parameters.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw (noise, pivots).")
-@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of every random draw (noise, pivots).")
+@click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT_S, show_default=True,
               help="Kill a simulation running longer than this (seconds).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per configuration.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Also write the JSON results to this file.")
@@ -297,29 +355,53 @@ def predict_command(**opts) -> None:
     model = (ModelSource.from_path(opts["model_path"]) if opts["model_path"]
              else ModelSource.from_path(source.model, f"builtin:{source.name}"))
     configs = params.configs()
+    if opts["output"]:
+        check_file(opts["output"], "the results (-o)")
+    if opts["keep"]:
+        check_dir(opts["keep"], "the run folders (--keep)")
     for c in configs:  # refuse impossible combinations before the first simulation
         check_inputs(c, platform, model.model)
     warning = host_mismatch_warning(platform, model.model)
     if warning:
-        click.echo(f"hplsim: warning: {warning}", err=True)
+        warn(warning)
 
     trace = TraceRequest.from_options(opts["trace_dir"], opts["trace_panels"], opts["trace_paje"], len(configs))
-    preds = []
     show_progress = not opts["as_json"] and sys.stderr.isatty()
-    for i, config in enumerate(configs):
-        keep = (opts["keep"] / f"{i:03d}-{config.label()}-{config.n}") if opts["keep"] else None
-        desc = f"{config.label()} N={config.n}" + (f" ({i + 1}/{len(configs)})" if len(configs) > 1 else "") + ": "
-        with PanelBar(config.n, config.nb, desc, leave=False, disable=not show_progress) as bar:
-            preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep, opts["breakdown"],
-                                 trace, progress=bar if show_progress else None))
-            bar.finish()
+    # Each configuration is its own simulation: one that fails does not take the others'
+    # results with it. What finished is printed and stored, then the failures are an error.
+    preds: list[Prediction] = []
+    failed: list[str] = []
+    try:
+        for i, config in enumerate(configs):
+            keep = (opts["keep"] / f"{i:03d}-{config.label()}-{config.n}") if opts["keep"] else None
+            desc = f"{config.label()} N={config.n}" + (f" ({i + 1}/{len(configs)})" if len(configs) > 1 else "") + ": "
+            try:
+                with PanelBar(config.n, config.nb, desc, leave=False, disable=not show_progress) as bar:
+                    preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep,
+                                         opts["breakdown"], trace, progress=bar if show_progress else None))
+                    bar.finish()
+            except HplsimError as exc:
+                if len(configs) == 1:
+                    raise
+                failed.append(f"{config.label()} N={config.n} NB={config.nb} {config.p}x{config.q}: {exc}")
+                click.echo(f"hplsim: configuration {i + 1}/{len(configs)} failed: {failed[-1]}", err=True)
+    except (KeyboardInterrupt, Interrupted):
+        _emit(preds, platform, model, opts)  # what finished before the interruption is kept
+        raise
+    _emit(preds, platform, model, opts)
+    if failed:
+        raise HplsimError(f"{len(failed)} of {len(configs)} configurations failed "
+                          f"({len(preds)} printed{' and stored' if opts['output'] else ''}); first: {failed[0]}")
+
+
+def _emit(preds: list[Prediction], platform: Platform, model: ModelSource, opts: dict) -> None:
+    if not preds:
+        return
     doc = [p.to_dict() for p in preds]
     if opts["output"]:
-        tmp = opts["output"].with_name(f".{opts['output'].name}.tmp")
-        tmp.write_text(json.dumps(doc, indent=2) + "\n")
-        tmp.replace(opts["output"])
+        write_json(opts["output"], with_warnings(doc), "the results (-o)")
     if opts["as_json"]:
-        json.dump(doc, sys.stdout, indent=2)
+        json.dump(with_warnings(doc), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         click.echo(_format_table(preds))
@@ -327,4 +409,3 @@ def predict_command(**opts) -> None:
         for p in preds:
             if p.breakdown:
                 click.echo(_format_breakdown(p))
-

@@ -19,6 +19,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 import yaml
 
+from hplsim import tables
 from hplsim.errors import HplsimError
 
 FORMAT_VERSION = 1
@@ -182,7 +184,10 @@ class Archive:
         return self.member(name).decode(errors="replace")
 
     def json(self, name: str) -> Any:
-        return json.loads(self.member(name))
+        try:
+            return json.loads(self.member(name))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise HplsimError(f"{self.path}: member {name} is not valid JSON ({exc})") from None
 
     def has_table(self, name: str) -> bool:
         return TABLE_MEMBERS.get(name, name) in self._raw
@@ -193,7 +198,9 @@ class Archive:
         member = TABLE_MEMBERS.get(name, name)
         cached = self._tables.get(member)
         if cached is None:
-            cached = self._tables[member] = _read_csv(self.member(member))
+            cached = _read_csv(self.member(member), f"{self.path}: member {member}")
+            _check_format(cached, member, self.path)
+            self._tables[member] = cached
         return cached.copy()
 
     @cached_property
@@ -211,8 +218,23 @@ class Archive:
         return {}
 
 
-def _read_csv(data: bytes) -> pd.DataFrame:
-    frame = pd.read_csv(io.BytesIO(data))
+def _check_format(frame: pd.DataFrame, member: str, path: Path) -> None:
+    """A member of a fixed format has all its columns, and numbers where numbers go."""
+    expected = FIXED_COLUMNS.get(member)
+    if expected is None:
+        return
+    missing = [c for c in expected if c not in frame.columns]
+    if missing:
+        raise HplsimError(f"{path}: member {member} lacks the column(s) {', '.join(missing)}")
+    for col in expected:
+        if col in TEXT_COLUMNS or frame[col].isna().all():
+            continue
+        if not pd.api.types.is_numeric_dtype(frame[col]):
+            raise HplsimError(f"{path}: member {member}: column {col} holds values that are not numbers")
+
+
+def _read_csv(data: bytes, what: str) -> pd.DataFrame:
+    frame = tables.read_csv(data, what)
     # Text columns: empty cells (side of dgemm) come back as "" rather than NaN, so that
     # `frame.side == "L"` and grouping by host behave.
     for col in TEXT_COLUMNS.intersection(frame.columns):
@@ -228,8 +250,9 @@ def read_archive(path: str | os.PathLike[str]) -> Archive:
             raw = {info.filename: zf.read(info) for info in zf.infolist() if not info.is_dir()}
     except FileNotFoundError:
         raise HplsimError(f"{p}: no such file") from None
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise HplsimError(f"{p}: not a readable zip archive ({exc})") from None
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError,
+            NotImplementedError, RuntimeError) as exc:  # damaged, encrypted, unknown compression
+        raise HplsimError(f"{p}: not a readable zip archive ({' '.join(str(exc).split()) or type(exc).__name__})") from None
     if "metadata.yaml" not in raw:
         raise HplsimError(f"{p}: not a calibration archive (no metadata.yaml)")
     try:

@@ -10,6 +10,8 @@ from typing import Any, Callable
 import click
 
 from hplsim.calibrate import designs
+from hplsim.clitypes import SEED
+from hplsim.outputs import check_file
 from hplsim.calibrate.archive import read_archive
 from hplsim.calibrate.hosts import LAUNCHERS, parse_cores
 from hplsim.calibrate.runner import (INIT_MODES, BlasOptions, CalibrationInterrupted, MpiOptions, RunResult,
@@ -21,7 +23,7 @@ from hplsim.errors import HplsimError
 def _common(f: Callable) -> Callable:
     """Options every calibration takes (applied bottom-up, so listed in reverse)."""
     for opt in reversed([
-        click.option("--seed", type=int, default=None,
+        click.option("--seed", type=SEED, default=None,
                      help="Seed of every random choice (design, order, data). Default: drawn and recorded."),
         click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="Archive to write (default: calibration-KIND-HOST-DATE.zip)."),
@@ -148,7 +150,7 @@ def _run_blas(function: str, kw: dict[str, Any]) -> None:
                        warmup_seconds=kw["warmup"], warmup_passes=kw["warmup_passes"],
                        repetitions=kw["repetitions"] or 1, shuffle=not kw["no_shuffle"],
                        monitor_interval=kw["monitor_interval"], progress=kw["progress"])
-    out = kw["out"] or default_out(function)
+    out = check_file(kw["out"] or default_out(function), "the calibration archive (--out)")
     _report(_finish(lambda: calibrate_blas(design, out, seed, opts, kw["launcher"], kw["hostfile"], cores)))
 
 
@@ -204,7 +206,7 @@ def mpi_command(rows: int, operations: str, min_size: int, max_size: float, **kw
         design = designs.mpi_design(rows, seed, ops, min_size, int(max_size))
     opts = MpiOptions(repetitions=kw["repetitions"] or 5, shuffle=not kw["no_shuffle"],
                       monitor_interval=kw["monitor_interval"], progress=kw["progress"])
-    out = kw["out"] or default_out("mpi")
+    out = check_file(kw["out"] or default_out("mpi"), "the calibration archive (--out)")
     _report(_finish(lambda: calibrate_mpi(design, out, seed, opts, kw["launcher"], kw["hostfile"], cores)))
 
 

@@ -23,7 +23,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,7 +38,10 @@ from hplsim.calibrate.designs import Design, blas_operand_bytes, sequence
 from hplsim.calibrate.hosts import Placement, blas_placement, is_local, mpi_placement, mpirun_base
 from hplsim.calibrate.monitor import Monitor
 from hplsim.calibrate.tools import BLAS_TOOL, MPI_TOOL, build_calibration_tools
+from hplsim import processes
 from hplsim.errors import HplsimError
+from hplsim.outputs import write_or_fallback
+from hplsim.processes import run_dir
 from hplsim.sysinfo import mem_available
 
 INIT_MODES = ("random", "constant", "sequential", "masked")
@@ -155,8 +157,8 @@ class Launch:
     def spawn(self, argv: Sequence[str], env: dict[str, str], label: str, cwd: Path | None = None) -> None:
         try:
             # own session: a Ctrl-C reaches only hplsim, which then stops them in order
-            popen = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     errors="replace", env=env, cwd=cwd, start_new_session=True, bufsize=1)
+            popen = processes.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    errors="replace", env=env, cwd=cwd, start_new_session=True, bufsize=1)
         except OSError as exc:
             raise HplsimError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
         proc = _Proc(list(argv), label, popen, time.time())
@@ -387,7 +389,7 @@ def _execute(run: _Run, with_mpi: bool, launch_fn: Callable[[dict[str, Path], Pa
         # Remote processes read the experiment file: keep it next to the output (a shared
         # file system, as HPL's own runs need) rather than in this host's /tmp.
         tmp_parent = run.out.resolve().parent if shared else None
-        with tempfile.TemporaryDirectory(prefix=".hplsim-calib-", dir=tmp_parent) as tmp:
+        with run_dir("calib", tmp_parent) as tmp:
             m0 = time.monotonic()
             try:
                 monitor.start()
@@ -439,7 +441,8 @@ def _execute(run: _Run, with_mpi: bool, launch_fn: Callable[[dict[str, Path], Pa
         if monitor.describe()["hosts"] and len(run.placement.hosts) > 1:
             meta["monitoring"]["note"] = "; ".join(filter(None, [meta["monitoring"]["note"],
                                                                   "only the host running hplsim is monitored"]))
-        path = writer.write(run.out, meta, log.entries)
+        # the measurements are never lost: an archive that cannot go where asked goes next door
+        path = write_or_fallback(run.out, lambda p: writer.write(p, meta, log.entries), "the calibration archive")
     result = RunResult(path, run.kind, status, planned, len(results), time.monotonic() - t0, reason, results)
     if interrupted is not None:
         raise CalibrationInterrupted(result, interrupted.signum)

@@ -10,7 +10,9 @@ from pathlib import Path
 import click
 
 from hplsim.check.metrics import DEFAULT_METRICS
-from hplsim.errors import HplsimError
+from hplsim.models.readers import DAHU_HOST_FORMAT
+from hplsim.errors import HplsimError, with_warnings
+from hplsim.outputs import check_dir
 
 
 class _CheckGroup(click.Group):
@@ -52,12 +54,13 @@ def _cell(t) -> str:
 
 def format_table(verdicts, window: int) -> str:
     rs = sorted({1, window})
-    head = f"{'series':<16}{'verdict':<19}{'runs':>5}  {'last run':<17}" + "".join(
+    w = max([16, *(len(v.name) + 2 for v in verdicts)])
+    head = f"{'series':<{w}}{'verdict':<19}{'runs':>5}  {'last run':<17}" + "".join(
         f"  {f'r={r}: n   t / F(γ)':>23}" for r in rs) + "  note"
     lines = [head, "-" * len(head)]
     for v in verdicts:
         cells = "".join(f"  {_cell(next((t for t in v.tests if t.r == r), None)):>23}" for r in rs)
-        lines.append(f"{v.name:<16}{v.verdict:<19}{v.runs:>5}  {(v.last_date or ''):<17}{cells}  {v.message}")
+        lines.append(f"{v.name:<{w}}{v.verdict:<19}{v.runs:>5}  {(v.last_date or ''):<17}{cells}  {v.message}")
     return "\n".join(lines)
 
 
@@ -67,6 +70,12 @@ def _summary(verdicts, gamma: float, window: int) -> str:
     counts = [(k, sum(v.verdict == k for v in verdicts)) for k in reversed(PRECEDENCE)]
     rs = f"r = 1 and {window}" if window > 1 else "r = 1"
     return f"{len(verdicts)} series: " + ", ".join(f"{c} {k}" for k, c in counts if c) + f" (γ = {gamma}, {rs})"
+
+
+HOST_FORMAT = click.option(
+    "--host-format", default=DAHU_HOST_FORMAT, show_default=True,
+    help="Host of a node number, for a CSV history in the Dahu layout (node, jobid): the rule of `hplsim fit` "
+         "and of the built-in platform (Dahu node i+1 is dahu-i.grid5000.fr).")
 
 
 @check.command("run", hidden=True)
@@ -87,8 +96,10 @@ def _summary(verdicts, gamma: float, window: int) -> str:
               help="Also test every past run against the runs before it and list the alarms (when).")
 @click.option("--plot", type=click.Path(path_type=Path, file_okay=False),
               help="Write one control chart per series and overview.png to this folder.")
+@HOST_FORMAT
 def run(history: Path, metrics: str, window: int, gamma: float, since: str | None, until: str | None,
-        changelog: Path | None, outliers: Path | None, as_json: bool, replay: bool, plot: Path | None) -> None:
+        changelog: Path | None, outliers: Path | None, as_json: bool, replay: bool, plot: Path | None,
+        host_format: str) -> None:
     """Test the latest runs of every series of HISTORY."""
     from hplsim.check.history import read_history
     from hplsim.check.logs import parse_time, read_changelog, read_outliers
@@ -103,14 +114,16 @@ def run(history: Path, metrics: str, window: int, gamma: float, since: str | Non
         raise HplsimError("--until is before --since")
     log = read_changelog(changelog) if changelog else []
     skip = read_outliers(outliers) if outliers else []
-    data = read_history(history)
+    if plot:
+        check_dir(plot, "the charts (--plot)")
+    data = read_history(history, host_format)
     if data.empty:
         raise HplsimError(f"{history}: no calibration run in the history")
     verdicts = evaluate(data, names, window, gamma, log, start, end, skip, replay=replay)
     if plot:
         _plots(plot, data, names, window, gamma, log, start, end, skip)
     if as_json:
-        json.dump([v.to_dict() for v in verdicts], sys.stdout, indent=1, allow_nan=False)
+        json.dump(with_warnings([v.to_dict() for v in verdicts]), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
         click.echo(format_table(verdicts, window))
@@ -130,10 +143,7 @@ def _plots(folder: Path, data, metrics, window, gamma, log, start, end, skip) ->
     from hplsim.check.plots import control_chart, overview
     from hplsim.check.verdicts import replay_series, series_of
 
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HplsimError(f"cannot create {folder}: {exc.strerror}") from None
+    check_dir(folder, "the charts (--plot)")
     replays = {}
     for s in series_of(data, metrics, log, start, end, skip):
         if s.runs.empty:
@@ -146,7 +156,8 @@ def _plots(folder: Path, data, metrics, window, gamma, log, start, end, skip) ->
 @check.command("add")
 @click.argument("history", type=click.Path(path_type=Path, dir_okay=False))
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False))
-def add(history: Path, sources: tuple[Path, ...]) -> None:
+@HOST_FORMAT
+def add(history: Path, sources: tuple[Path, ...], host_format: str) -> None:
     """Append runs to HISTORY (an SQLite file, created if needed), all at once or not at all.
 
     Each SOURCE is a dgemm calibration archive (.zip: one run per host and CPU, summarised
@@ -160,7 +171,7 @@ def add(history: Path, sources: tuple[Path, ...]) -> None:
     from hplsim.check.history import append_runs, read_history
     from hplsim.check.summary import summarise_archive
 
-    frames = [summarise_archive(s) if zipfile.is_zipfile(s) else read_history(s) for s in sources]
+    frames = [summarise_archive(s) if zipfile.is_zipfile(s) else read_history(s, host_format) for s in sources]
     runs = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(
         not f.empty for f in frames) else None
     if runs is None:

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from hplsim import tables
 from hplsim.check.metrics import KEY, NON_METRICS
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, warn
+from hplsim.models.readers import DAHU_HOST_FORMAT, check_host_format, host_name
 
 FORMAT = "hplsim-history"
 FORMAT_VERSION = 1
@@ -46,17 +48,18 @@ def is_sqlite(path: Path) -> bool:
 # ----------------------------------------------------------------------------- CSV
 
 
-def _from_csv(path: Path) -> pd.DataFrame:
-    try:
-        df = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise HplsimError(f"cannot read history {path}: {' '.join(str(exc).split())}") from None
+def _from_csv(path: Path, host_format: str) -> pd.DataFrame:
+    df = tables.read_csv(path, f"history {path}")
     if {"host", "run_id"} <= set(df.columns):
         host, run = df["host"].astype(str), df["run_id"].astype(str)
     elif {"node", "jobid"} <= set(df.columns):
-        # Grid'5000 layout: nodes are numbered within their cluster (dahu-5, node 5).
-        cluster = df["cluster"].astype(str) + "-" if "cluster" in df.columns else "node-"
-        host, run = cluster + df["node"].astype(str), df["jobid"].astype(str)
+        # the Dahu layout numbers nodes from 1: node i+1 is the platform's host dahu-i, the
+        # rule `fit` applies to the same data (--host-format)
+        nodes = pd.to_numeric(df["node"], errors="coerce")
+        if nodes.isna().any() or (nodes != nodes.round()).any():
+            raise HplsimError(f"history {path}: the node column holds values that are not node numbers")
+        host = pd.Series([host_name(host_format, int(v)) for v in nodes], index=df.index, dtype=object)
+        run = df["jobid"].astype(str)
     else:
         raise HplsimError(f"history {path}: needs columns host, cpu, run_id, start_time "
                           "(or the Dahu layout node, cpu, jobid, start_time)")
@@ -74,7 +77,24 @@ def _from_csv(path: Path) -> pd.DataFrame:
         values = pd.to_numeric(df[col], errors="coerce")
         if values.notna().any():  # text columns (function, expfile_hash) are not metrics
             out[col] = values
-    return out
+    return _without_duplicates(out, path)
+
+
+def _without_duplicates(runs: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """A run (host, CPU, run id) listed twice would count twice in every test: identical
+    copies are dropped with a warning, copies that disagree are an error."""
+    key = list(KEY)
+    dup = runs.duplicated(key, keep=False)
+    if not dup.any():
+        return runs
+    copies = runs[dup]
+    same = copies.drop(columns=["source"]).drop_duplicates()
+    if same.duplicated(key).any():
+        h, c, r = same[same.duplicated(key)].iloc[0][key]
+        raise HplsimError(f"history {path}: run {r} of {h} CPU {c} is listed twice with different values")
+    extra = int(runs.duplicated(key).sum())
+    warn(f"history {path}: {extra} duplicated row(s) (same host, CPU and run) counted once")
+    return runs.drop_duplicates(key).reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- SQLite
@@ -123,12 +143,15 @@ def _from_sqlite(path: Path) -> pd.DataFrame:
     return wide.astype({"cpu": int})
 
 
-def read_history(path: Path) -> pd.DataFrame:
-    """A history as a table: host, cpu, run_id, start_time, source, then one column per metric."""
+def read_history(path: Path, host_format: str = DAHU_HOST_FORMAT) -> pd.DataFrame:
+    """A history as a table: host, cpu, run_id, start_time, source, then one column per metric.
+
+    `host_format`: the host of a node number, for the Dahu layout (node, jobid)."""
+    check_host_format(host_format)
     path = Path(path)
     if not path.is_file():
         raise HplsimError(f"history {path} does not exist")
-    return _from_sqlite(path) if is_sqlite(path) else _from_csv(path)
+    return _from_sqlite(path) if is_sqlite(path) else _from_csv(path, host_format)
 
 
 def append_runs(path: Path, runs: pd.DataFrame) -> tuple[int, int]:

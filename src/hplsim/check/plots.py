@@ -18,6 +18,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from hplsim.check.logs import ChangelogEntry  # noqa: E402
+from hplsim.outputs import save_figure  # noqa: E402
 from hplsim.check.verdicts import (  # noqa: E402
     IMPROVEMENT, NOT_ENOUGH, NOT_TESTABLE, OK, PRECEDENCE, REGRESSION, Series,
 )
@@ -64,8 +65,10 @@ def control_chart(s: Series, replay: pd.DataFrame, gamma: float, changelog: list
     if len(x):
         _day_ticks(axes[-1, 0], float(x.min()), float(x.max()))
     fig.subplots_adjust(left=0.11, right=0.84, top=0.88, bottom=0.1, hspace=0.25)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    try:
+        save_figure(fig, path, "a control chart", dpi=80)
+    finally:
+        plt.close(fig)
 
 
 def overview(replays: dict[str, pd.DataFrame], path: Path) -> None:
@@ -97,5 +100,7 @@ def overview(replays: dict[str, pd.DataFrame], path: Path) -> None:
     ax.legend(handles=[Patch(color=c, label=v) for v, c in COLORS.items()], fontsize=7, loc="upper left",
               bbox_to_anchor=(1.0, 1.0))
     ax.set_title("Each run against the runs before it (worst verdict of the day)", fontsize=9)
-    fig.savefig(path, dpi=80, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        save_figure(fig, path, "the overview chart", dpi=80, bbox_inches="tight")
+    finally:
+        plt.close(fig)

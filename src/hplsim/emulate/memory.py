@@ -19,6 +19,8 @@ from hplsim.sysinfo import meminfo_kib
 
 HUGE_PAGE = 2 * 1024 * 1024
 DEFAULT_BLOCK = 1024 * 1024
+#: vm.max_map_count is an int in the kernel: no sysctl can raise it further
+KERNEL_MAX_MAP_COUNT = 2**31 - 1
 
 
 def hugepage_mount() -> str | None:
@@ -79,9 +81,35 @@ def estimated_mappings(config: HplConfig, block: int) -> int:
 MAPPING_KERNEL_BYTES = 256
 
 
+# Folding costs no memory, but the folded buffers still need addresses: every rank's
+# matrix and panels are address ranges of the one simulation process, whose user space
+# is 2**47 bytes (128 TiB) on x86-64 with 4-level page tables. Leave room for the rest.
+ADDRESS_SPACE = 2**47
+ADDRESS_MARGIN = 0.9
+
+
+def virtual_bytes(config: HplConfig) -> int:
+    """The address space a simulation reserves: the matrix (8·N·(N+1) bytes over all ranks)
+    and depth+1 panels per rank."""
+    panels = (config.depth + 1) * 8 * config.nb * config.n * (config.p + config.q)
+    return 8 * config.n * (config.n + 1) + panels
+
+
 def check_mapping_budget(config: HplConfig, folding: dict[str, str]) -> None:
     block = int(folding.get("smpi/shared-malloc-blocksize", DEFAULT_BLOCK))
     need, limit = estimated_mappings(config, block), max_map_count()
+    if 2 * need > KERNEL_MAX_MAP_COUNT:
+        raise HplsimError(
+            f"N={config.n} on {config.p}x{config.q} is beyond what memory folding can serve on any Linux machine: "
+            f"it takes about {need:.3g} memory mappings, more than the kernel allows one process "
+            f"({KERNEL_MAX_MAP_COUNT:,})")
+    space = virtual_bytes(config)
+    if space > ADDRESS_MARGIN * ADDRESS_SPACE:
+        raise HplsimError(
+            f"N={config.n} on {config.p}x{config.q} is beyond what memory folding can serve on this machine: "
+            f"its matrix and panels need {space / 2**40:,.3g} TiB of addresses (they cost no memory, but every "
+            f"rank's share is an address range of the one simulation process), and a process has "
+            f"{ADDRESS_SPACE / 2**40:.0f} TiB")
     if need > 0.9 * limit:
         hint = ("raise it (sysctl -w vm.max_map_count=%d)" % (2 * need)) if folding else (
             "enable huge pages (see docs/predict.md) or raise it (sysctl -w vm.max_map_count=%d)" % (2 * need))

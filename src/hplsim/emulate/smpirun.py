@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hplsim.errors import HplsimError
+from hplsim.processes import kill_group, popen
 
 # Options every emulated run needs: kernels are injected, the host's own computation is
 # not measured (deterministic results); dlopen privatization gives each rank its globals.
@@ -89,22 +90,40 @@ class _PssMonitor(threading.Thread):
         self.peak = 0
         self.peak_maps = 0
         self.peak_page_tables = 0
+        self.samples = 0  # samples that saw the simulation process (smpirun's child)
         self.stop = threading.Event()
 
     def run(self) -> None:
         start = time.monotonic()
         while not self.stop.is_set():
-            pids = _descendants(self.pid)
-            total = sum(_pss_bytes(p) for p in pids)
+            tree = _descendants(self.pid)
+            total = sum(_pss_bytes(p) for p in tree)
             self.peak = max(self.peak, total)
-            kernel = [_maps_and_page_tables(p) for p in pids]
+            self.samples += len(tree) > 1
+            kernel = [_maps_and_page_tables(p) for p in tree]
             self.peak_maps = max(self.peak_maps, sum(m for m, _ in kernel))
             self.peak_page_tables = max(self.peak_page_tables, sum(t for _, t in kernel))
             elapsed = time.monotonic() - start
             self.stop.wait(0.05 if elapsed < 2 else 0.25 if elapsed < 20 else 1.0)
 
 
+#: SimGrid's own words for problems of the input, and what they mean; the checks before a
+#: run refuse these inputs already, this names what still slips through.
+SIMGRID_MESSAGES = {
+    "The Impossible Did Happen": "SimGrid aborted on the platform: a link with a zero bandwidth or an "
+                                 "impossible latency?",
+    "Insufficient number of radicals": "the platform's fat-tree has more leaves (the product of its down "
+                                       "counts) than the cluster has hosts",
+    "Too many radicals": "the platform's fat-tree has fewer leaves (the product of its down counts) than the "
+                         "cluster has hosts",
+    "Cannot allocate memory": "out of memory (a smaller N, or fewer simulations at once)",
+}
+
+
 def _failure_reason(stdout: str, stderr: str, code: int) -> str:
+    for words, meaning in SIMGRID_MESSAGES.items():
+        if words in stderr:
+            return meaning
     for line in stderr.splitlines():
         if "hplsim-runtime: error:" in line:
             return line.split("hplsim-runtime: error:", 1)[1].strip()
@@ -152,23 +171,21 @@ def run_smpirun(
         run_env["LD_PRELOAD"] = " ".join(filter(None, [str(preload), os.environ.get("LD_PRELOAD", "")]))
     start = time.perf_counter()
     try:
-        proc = subprocess.Popen(
-            argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True, env=run_env, pass_fds=pass_fds,
-        )
+        # own session (a Ctrl-C reaches hplsim, which then stops the run), and SIGTERM from
+        # the kernel if hplsim dies, which smpirun passes on to the simulation
+        proc = popen(argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     start_new_session=True, env=run_env, pass_fds=pass_fds)
     except FileNotFoundError:
         raise HplsimError("smpirun not found: install SimGrid (libsimgrid-dev; ./bootstrap does)") from None
     monitor = _PssMonitor(proc.pid)
     monitor.start()
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        stdout, stderr, peak_rss = _wait(proc, timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        kill_group(proc)
         raise HplsimError(f"simulation did not finish within {timeout:g} s (hung or too large); killed") from None
     except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        kill_group(proc)
         raise
     finally:
         monitor.stop.set()
@@ -180,4 +197,31 @@ def run_smpirun(
         # SimGrid ends a deadlocked simulation with exit code 0 and no result.
         raise HplsimError("simulation deadlocked: every simulated rank waits for a message that "
                           "never comes (a defect of the emulation; please report it with --keep DIR)")
-    return SimOutput(stdout, stderr, wall, monitor.peak, monitor.peak_maps, monitor.peak_page_tables)
+    # A run shorter than a few samples: the kernel's peak RSS of the tree instead (an upper
+    # bound of the PSS, and close to it for the small matrices of a short run).
+    peak = monitor.peak if monitor.samples >= 3 else max(monitor.peak, peak_rss)
+    return SimOutput(stdout, stderr, wall, peak, monitor.peak_maps, monitor.peak_page_tables)
+
+
+def _wait(proc: subprocess.Popen, timeout: float | None) -> tuple[str, str, int]:
+    """(stdout, stderr, peak RSS in bytes of the child and what it waited for), as
+    communicate() but reaping with wait4 to get the kernel's resource usage."""
+    out: dict[str, str] = {}
+    readers = [threading.Thread(target=lambda k=k, f=f: out.__setitem__(k, f.read()), daemon=True)
+               for k, f in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+    for t in readers:
+        t.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        time.sleep(0.01)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for t in readers:
+        t.join()
+    proc.stdout.close()
+    proc.stderr.close()
+    return out.get("stdout", ""), out.get("stderr", ""), usage.ru_maxrss * 1024

@@ -25,7 +25,7 @@ def format_hpl_dat(params: HplParams) -> str:
 
     def row(values, comment: str) -> str:
         text = " ".join(str(v) for v in values)
-        return f"{text:<13}{comment}"
+        return f"{text:<12} {comment}"  # a space always: a long value must not run into the comment
 
     ps = [p for p, _ in params.grids]
     qs = [q for _, q in params.grids]

@@ -14,8 +14,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from hplsim.clitypes import SEED32
+from hplsim.outputs import check_dir, check_file, write_text
+
 from hplsim import __version__
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, warn, with_warnings
 from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS
 from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, parse_pieces, to_model_file
 from hplsim.models.modelfile import KERNEL_VARIABLES, load_model, save_model
@@ -60,6 +63,22 @@ def _kernel_names(meas: Measurements, asked: tuple[str, ...]) -> list[str]:
     return names
 
 
+#: fewer calls than this many per fitted parameter: the coefficients (and the selection
+#: among options) rest on too little data to be trusted
+CALLS_PER_PARAMETER = 10
+
+
+def _small_sample_warning(kf: KernelFits) -> None:
+    thin = [(label, f) for label, f in [("all calls", kf.pooled), *[(kf.group_label(k), f) for k, f in kf.groups.items()]]
+            if f.n < CALLS_PER_PARAMETER * max(1, f.n_params)]
+    if thin:
+        label, f = thin[0]
+        more = f" (and {len(thin) - 1} more group(s))" if len(thin) > 1 else ""
+        warn(f"{kf.kernel}: {f.n} calls for a {f.n_params}-parameter model ({label}){more}: fewer than "
+             f"{CALLS_PER_PARAMETER} calls per parameter, the fit and the choice of option are unreliable; "
+             "measure more rows (hplsim calibrate --rows)")
+
+
 def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
     calls = meas.kernels
     kernels = _kernel_names(meas, opts["kernels"])
@@ -90,6 +109,7 @@ def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
                          compare_options=opts["report"] is not None, pieces=pieces.get(kernel, ()))
         fits.append(kf)
         _print_kernel(kf)
+        _small_sample_warning(kf)
 
     base = load_model(opts["base"]) if opts["base"] else None
     provenance = {
@@ -159,7 +179,7 @@ def _records(t: pd.DataFrame) -> list[dict[str, Any]]:
 def _kernel_report(fits: list[KernelFits], calls: pd.DataFrame, outdir: Path) -> None:
     from hplsim.models.plots import kernel_plots
 
-    outdir.mkdir(parents=True, exist_ok=True)
+    check_dir(outdir, "the report (--report)")
     lines = ["# hplsim fit: kernel model selection", ""]
     for kf in fits:
         frames = [t.assign(group=name) for name, t in kf.tables.items()]
@@ -174,7 +194,7 @@ def _kernel_report(fits: list[KernelFits], calls: pd.DataFrame, outdir: Path) ->
         for p in kernel_plots(kf, calls, outdir):
             lines.append(f"![{p.stem}]({p.name})")
         lines.append("")
-    (outdir / "selection.md").write_text("\n".join(lines))
+    write_text(outdir / "selection.md", "\n".join(lines), "the report")
     _echo(f"wrote the report to {outdir}/ (selection.md, CSV tables, PNG plots)")
 
 
@@ -241,10 +261,27 @@ def _link(opts: dict[str, Any]) -> tuple[float, float, str, dict | None]:
     return bw, links * lat, what, None
 
 
+#: HPL's messages reach megabytes (panels): a fit that saw less extrapolates its last factor
+NETWORK_SIZES_MIN = 4
+NETWORK_LARGEST_MIN = 1 << 20
+
+
+def _narrow_sizes_warning(network: pd.DataFrame) -> None:
+    if "size" not in network or network.empty:
+        return
+    sizes = sorted(set(network["size"].astype(float)))
+    if len(sizes) < NETWORK_SIZES_MIN or sizes[-1] < NETWORK_LARGEST_MIN:
+        warn(f"the MPI measurements cover {len(sizes)} message size(s) from {sizes[0]:.0f} to {sizes[-1]:.0f} B: "
+             f"the fitted factors are extrapolated to every other size (HPL's panels reach megabytes); "
+             f"measure at least {NETWORK_SIZES_MIN} sizes up to {NETWORK_LARGEST_MIN} B or more")
+
+
 def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
     from hplsim.models.network import fit_network, segments_table, smpi_options
 
     bw, route_lat, link_note, spec_doc = _link(opts)
+    _narrow_sizes_warning(meas.network if opts["cluster"] is None or "cluster" not in meas.network
+                          else meas.network[meas.network["cluster"] == opts["cluster"]])
     fit = fit_network(meas.network, cluster=opts["cluster"], joint=not opts["separate_breakpoints"],
                       min_points=opts["min_points"], noise=opts["network_noise"], seed=opts["seed"])
     options, notes = smpi_options(fit, bw, route_lat)
@@ -276,21 +313,18 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
         _echo(f"  MPI_Iprobe reports a message that arrived during computation "
               f"{fit.iprobe_late_probes:.2f} probes late (median): iprobe_reports {fit.iprobe_reports}")
     out = opts["output"]
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text("\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False, width=1000))
-    tmp.replace(out)
+    write_text(out, "\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False, width=1000), "the network options (-o)")
     _echo(f"wrote {out}" + (" (the platform spec with its smpi block updated)" if spec_doc is not None else ""))
     if opts["report"]:
         from hplsim.models.plots import network_plot
 
-        rep = opts["report"]
-        rep.mkdir(parents=True, exist_ok=True)
+        rep = check_dir(opts["report"], "the report (--report)")
         segments_table(fit).to_csv(rep / "network-segments.csv", index=False)
         steps = ({"all operations": next(iter(fit.fits.values())).history} if fit.joint
                  else {op: f.history for op, f in fit.fits.items()})
-        (rep / "network-search.txt").write_text("".join(
+        write_text(rep / "network-search.txt", "".join(
             f"{who}:\n" + "".join(f"  {step}\n" for step in hist or ["no split lowers the BIC"])
-            for who, hist in steps.items()))
+            for who, hist in steps.items()), "the report")
         data = meas.network if fit.cluster is None else meas.network[meas.network["cluster"] == fit.cluster]
         network_plot(fit, data, rep / f"network{'-' + fit.cluster if fit.cluster else ''}.png")
         _echo(f"wrote the report to {rep}/ (network-segments.csv, network-search.txt, PNG plot)")
@@ -335,7 +369,7 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
               help="Relative slack of the 'simplest within' rule (0.01 = 1 %).")
 @click.option("--folds", type=click.IntRange(2, 50), default=DEFAULT_FOLDS, show_default=True,
               help="k of the k-fold cross-validation.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the CV folds and mixture fits.")
+@click.option("--seed", type=SEED32, default=0, show_default=True, help="Seed of the CV folds and mixture fits.")
 @click.option("--base", type=click.Path(path_type=Path),
               help="Start from this model file: fitted kernels replace its entries, other kernels are kept.")
 @click.option("--report", type=click.Path(path_type=Path),
@@ -366,6 +400,9 @@ def fit(**opts: Any) -> None:
     hplsim fit calib.zip --option M2,N2 --report report/ -o model.yaml
     hplsim fit mpi_calibration.csv --network --cluster dahu -o net.yaml
     """
+    check_file(opts["output"], "the output (-o)")  # before the work, not after it
+    if opts["report"]:
+        check_dir(opts["report"], "the report (--report)")
     host_format = opts["host_format"]
     opts["host_format_note"] = (f"data with a node number: host = {host_format!r}; cpu = CPU index within the host; "
                                 "a rank's CPU is its local rank modulo the number of CPUs listed")
@@ -390,7 +427,7 @@ def fit(**opts: Any) -> None:
             _echo("note: the MPI measurements in the data are not used; fit them with --network")
         summary = run_kernel_fit(meas, opts)
     if opts["as_json"]:
-        json.dump(_clean(summary), sys.stdout, indent=2, allow_nan=False)
+        json.dump(_clean(with_warnings(summary)), sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
 
 

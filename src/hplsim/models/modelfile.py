@@ -51,6 +51,8 @@ CONDITION_VARIABLES: dict[str, tuple[str, ...]] = {
     **{name: ("m", "n", "ld") for name in _DLASWP_MN},
 }
 
+#: seconds: a coefficient larger than this makes the smallest call last longer than any HPL run
+MAX_COEFFICIENT = 1e6
 NOISE_FAMILIES = ("none", "normal", "halfnormal", "mixture")
 HALFNORMAL_MEAN = math.sqrt(2.0 / math.pi)
 HALFNORMAL_SD = math.sqrt(1.0 - 2.0 / math.pi)
@@ -394,6 +396,9 @@ def _poly(raw: Any, kernel: str, where: str, kind: str) -> Polynomial:
         except ValueError as exc:
             raise _Invalid(f"{where}: {exc}") from None
         coefs[str(term)] = _number(value, f"{where}.{term}", nonnegative=False)
+        if abs(coefs[str(term)]) > MAX_COEFFICIENT:
+            raise _Invalid(f"{where}.{term}: {coefs[str(term)]:g} s is not a plausible coefficient (sizes are at "
+                           f"least 1, so a single call would take more than {MAX_COEFFICIENT:g} s)")
     poly = Polynomial.from_mapping(variables, coefs)
     if kind in ("mean", "sigma"):
         # Cross terms of a polynomial fit may be negative (the published Dahu models have
@@ -577,10 +582,9 @@ def model_to_dict(model: ModelFile) -> dict:
 
 def save_model(model: ModelFile, path: Path) -> None:
     """Write atomically (temp file + rename): a reader never sees half a model."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(yaml.safe_dump(model_to_dict(model), sort_keys=False, width=100))
-    tmp.replace(path)
+    from hplsim.outputs import write_text
+
+    write_text(path, yaml.safe_dump(model_to_dict(model), sort_keys=False, width=100), "the model file")
 
 
 # ----------------------------------------------------------- the emulation runtime's table

@@ -13,6 +13,7 @@ import pandas as pd
 from hplsim.models.kernels import POOLED, KernelFits
 from hplsim.models.modelfile import KERNEL_VARIABLES
 from hplsim.models.network import NetworkFit
+from hplsim.outputs import save_figure
 
 MAX_PANELS = 16
 _POINTS = 4000  # per panel: enough to see the cloud, few enough to draw fast
@@ -133,7 +134,8 @@ def network_plot(fit: NetworkFit, data: pd.DataFrame, path: Path) -> Path:
 
 
 def _save(fig, plt, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    try:
+        save_figure(fig, path, "a plot", dpi=90)
+    finally:
+        plt.close(fig)
     return path

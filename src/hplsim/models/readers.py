@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from hplsim import tables
 from hplsim.errors import HplsimError
 from hplsim.models.modelfile import KERNEL_VARIABLES
 
@@ -109,7 +110,10 @@ def _kernel_table(df: pd.DataFrame, source: str, host_format: str) -> pd.DataFra
     if "host" in df:
         out["host"] = df["host"].astype(str)
     elif "node" in df:
-        out["host"] = [host_name(host_format, int(v)) if pd.notna(v) else None for v in df["node"]]
+        nodes = pd.to_numeric(df["node"], errors="coerce")
+        if (nodes.notna() & (nodes != nodes.round())).any() or (df["node"].notna() & nodes.isna()).any():
+            raise HplsimError(f"{source}: the node column holds values that are not node numbers")
+        out["host"] = [host_name(host_format, int(v)) if pd.notna(v) else None for v in nodes]
     else:
         out["host"] = None
     out["cpu"] = pd.to_numeric(df["cpu"], errors="coerce") if "cpu" in df else np.nan
@@ -146,14 +150,7 @@ def _network_table(df: pd.DataFrame, source: str) -> pd.DataFrame:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path)
-    except FileNotFoundError:
-        raise HplsimError(f"{path}: no such file") from None
-    except pd.errors.EmptyDataError:
-        raise HplsimError(f"{path}: empty file (no header, no measurements)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
-        raise HplsimError(f"{path}: not a readable CSV file ({str(exc).splitlines()[0]})") from None
+    return tables.read_csv(path, str(path))
 
 
 def _archive_frames(path: Path) -> tuple[dict[str, Any], list[tuple[str, pd.DataFrame]]]:

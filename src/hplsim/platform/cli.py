@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from hplsim.clitypes import RANKS_PER_HOST
+from hplsim.outputs import check_dir, write_text
 from hplsim.platform.spec import load_platform
 
 
@@ -14,9 +16,11 @@ from hplsim.platform.spec import load_platform
 @click.argument("spec", type=click.Path(path_type=Path))
 @click.option("-o", "--out", type=click.Path(path_type=Path),
               help="Write platform.xml and hostfile into this folder (default: print a summary).")
-@click.option("--ranks-per-host", type=int, help="Rank slots per host (XML platforms: default its cores).")
+@click.option("--ranks-per-host", type=RANKS_PER_HOST, help="Rank slots per host (XML platforms: default its cores).")
 def platform(spec: Path, out: Path | None, ranks_per_host: int | None) -> None:
     """Turn a platform spec (YAML, docs/formats/platform.md) into SimGrid XML + hostfile."""
+    if out is not None:
+        check_dir(out, "the platform files (-o)")
     p = load_platform(spec, ranks_per_host)
     if out is None:
         hosts = p.hosts
@@ -24,11 +28,9 @@ def platform(spec: Path, out: Path | None, ranks_per_host: int | None) -> None:
         click.echo(f"SMPI options: {p.config or 'none beyond the XML'}")
         click.echo(f"MPI_Iprobe reports: {p.iprobe_reports} messages")
         return
-    out.mkdir(parents=True, exist_ok=True)
+    check_dir(out, "the platform files (-o)")
     for name, text in (("platform.xml", p.xml), ("hostfile", "\n".join(p.slots) + "\n")):
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(out / name)
+        write_text(out / name, text, f"the {name}")
     click.echo(f"wrote {out / 'platform.xml'} and {out / 'hostfile'} ({len(p.slots)} rank slots)")
     if p.iprobe_reports != "arrived":
         # SimGrid's XML has no place for it: predicting from the XML would use SMPI's probe

@@ -25,15 +25,19 @@ SHARING_POLICIES = ("SHARED", "SPLITDUPLEX", "FATPIPE")
 TOPOLOGIES = ("star", "fat-tree")
 PLACEMENTS = ("block", "cyclic")
 
-_UNIT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_UNIT_RE = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 _BW_UNITS = {"Bps": 1.0, "kBps": 1e3, "KBps": 1e3, "MBps": 1e6, "GBps": 1e9, "TBps": 1e12,
              "KiBps": 2**10, "MiBps": 2**20, "GiBps": 2**30, "TiBps": 2**40,
              "bps": 0.125, "kbps": 125.0, "Kbps": 125.0, "Mbps": 1.25e5, "Gbps": 1.25e8, "Tbps": 1.25e11}
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0, "h": 3600.0}
 
 
-def parse_quantity(value: Any, units: dict[str, float], what: str) -> float:
-    """``"12.5GBps"`` -> 1.25e10 (bytes/s), ``"1us"`` -> 1e-6 (s); bare numbers are SI base units."""
+def parse_quantity(value: Any, units: dict[str, float], what: str, bare: bool = False) -> float:
+    """``"12.5GBps"`` -> 1.25e10 (bytes/s), ``"1us"`` -> 1e-6 (s).
+
+    A number without a unit is refused (is 10 a bandwidth in B/s, in Gbps, or a factor as
+    in a sweep's variations?), except 0 and where SimGrid's own XML is read (`bare`:
+    SimGrid takes it in B/s or s)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         number, unit = float(value), ""
     else:
@@ -43,18 +47,23 @@ def parse_quantity(value: Any, units: dict[str, float], what: str) -> float:
         number, unit = float(m.group(1)), m.group(2)
     if unit and unit not in units:
         raise HplsimError(f"platform: unknown unit {unit!r} in {what} {value!r} (known: {', '.join(units)})")
+    if not unit and number != 0 and not bare:
+        example = "12.5GBps (bytes/s) or 100Gbps (bits/s)" if "Bps" in units else "1us or 0.5ms"
+        raise HplsimError(f"platform: {what} {value!r} has no unit: write it with one, e.g. {example}")
     result = number * units.get(unit, 1.0)
-    if not math.isfinite(result) or result < 0:
-        raise HplsimError(f"platform: {what} must be a non-negative quantity, got {value!r}")
+    if not math.isfinite(result):
+        raise HplsimError(f"platform: {what} {value!r} is not finite")
+    if result < 0:
+        raise HplsimError(f"platform: {what} must not be negative, got {value!r}")
     return result
 
 
-def bandwidth(value: Any, what: str) -> float:
-    return parse_quantity(value, _BW_UNITS, what)
+def bandwidth(value: Any, what: str, bare: bool = False) -> float:
+    return parse_quantity(value, _BW_UNITS, what, bare)
 
 
-def duration(value: Any, what: str) -> float:
-    return parse_quantity(value, _TIME_UNITS, what)
+def duration(value: Any, what: str, bare: bool = False) -> float:
+    return parse_quantity(value, _TIME_UNITS, what, bare)
 
 
 @dataclass
@@ -189,9 +198,9 @@ _NETWORK_FIELDS = {
 
 
 def _positive_int(doc: Mapping, key: str, default: int | None = None) -> int | None:
-    value = doc.get(key, default)
-    if value is None:
-        return None
+    value = doc.get(key)
+    if value is None:  # absent, or written as null: the default
+        return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise HplsimError(f"platform: {key} must be a positive integer, got {value!r}")
     return value
@@ -208,6 +217,23 @@ def _section(doc: Mapping, key: str, fields: set[str], source: str) -> Mapping:
     return section
 
 
+def fat_tree_leaves(params: str, where: str) -> int:
+    """Leaves of SimGrid's FAT_TREE ``levels;down,..;up,..;links,..`` (the product of the
+    down counts), the string checked as SimGrid would (which aborts on a bad one)."""
+    parts = str(params).split(";")
+    try:
+        if len(parts) != 4:
+            raise ValueError
+        levels = int(parts[0])
+        lists = [[int(x) for x in p.split(",")] for p in parts[1:]]
+        if levels < 1 or any(len(x) != levels for x in lists) or any(v < 1 for x in lists for v in x):
+            raise ValueError
+    except ValueError:
+        raise HplsimError(f"{where}: fat_tree {params!r} is not SimGrid's \"levels;down,..;up,..;links,..\" "
+                          "(positive integers, one per level in each list)") from None
+    return math.prod(lists[0])
+
+
 def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
     if not isinstance(doc, Mapping):
         raise HplsimError(f"platform spec {source}: top level must be a mapping")
@@ -216,7 +242,7 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
     unknown = set(doc) - _SPEC_FIELDS
     if unknown:
         raise HplsimError(f"platform spec {source}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
-    if "nodes" not in doc:
+    if doc.get("nodes") is None:
         raise HplsimError(f"platform spec {source}: 'nodes' is required")
     net = _section(doc, "network", _NETWORK_FIELDS, source)
     topology = net.get("topology", "star")
@@ -235,6 +261,8 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
         raise HplsimError(f"platform spec {source}: 'smpi' must be a mapping of SimGrid options")
 
     for key, value in smpi.items():
+        if not str(key).isprintable() or not str(value).isprintable() or value is None:
+            raise HplsimError(f"platform spec {source}: smpi option {key!r}: {value!r} is not a printable value")
         check_smpi_option(str(key), str(value), source)
     mpi = _section(doc, "mpi", _MPI_FIELDS, source)
     iprobe_reports = str(mpi.get("iprobe_reports", "arrived"))
@@ -244,6 +272,11 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
     def opt(key: str, conv) -> float | None:
         return conv(net[key], key) if net.get(key) is not None else None
 
+    for key in ("name", "host_prefix", "host_suffix"):
+        text = str(doc.get(key, ""))
+        if not text.isprintable() or any(c in text for c in "<>&\"'"):
+            raise HplsimError(f"platform spec {source}: {key} {text!r} may hold only printable characters "
+                              "other than < > & \" '")
     spec = PlatformSpec(
         nodes=_positive_int(doc, "nodes"),
         cores_per_node=_positive_int(doc, "cores_per_node", 1),
@@ -265,21 +298,49 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
         name=str(doc.get("name", "cluster")),
         iprobe_reports=iprobe_reports,
     )
-    if spec.bandwidth <= 0:
-        raise HplsimError(f"platform spec {source}: bandwidth must be positive")
+    for key in ("bandwidth", "loopback_bandwidth", "backbone_bandwidth", "limiter_bandwidth"):
+        value = getattr(spec, key)
+        if value is not None and value <= 0:
+            raise HplsimError(f"platform spec {source}: {key} must be positive, got {net.get(key)!r}")
+    if spec.topology == "fat-tree":
+        leaves = fat_tree_leaves(spec.fat_tree or "", f"platform spec {source}")
+        if leaves != spec.nodes:
+            raise HplsimError(f"platform spec {source}: fat_tree {spec.fat_tree!r} has {leaves} leaves "
+                              f"(the product of its down counts) but the platform has {spec.nodes} nodes")
     return spec
 
 
 # ------------------------------------------------------------------ existing SimGrid XML
 
 
-def _expand_radical(radical: str) -> list[str]:
+MAX_HOSTS = 1 << 20
+
+
+def _cores(el: ET.Element, source: str) -> int:
+    text = el.get("core", "1")
+    try:
+        cores = int(text)
+    except ValueError:
+        cores = 0
+    if not 1 <= cores <= MAX_HOSTS:
+        raise HplsimError(f"platform {source}: <{el.tag} id={el.get('id', '?')!r}> core={text!r} "
+                          "is not a positive integer")
+    return cores
+
+
+def _expand_radical(radical: str, source: str = "<xml>") -> list[str]:
     out: list[str] = []
     for part in radical.split(","):
         part = part.strip()
         if "-" in part:
             lo, hi = part.split("-", 1)
-            out += [str(i) for i in range(int(lo), int(hi) + 1)]
+            try:
+                first, last = int(lo), int(hi)
+            except ValueError:
+                raise HplsimError(f"platform {source}: radical {radical!r}: {part!r} is not a range like 0-31") from None
+            if last < first or last - first >= MAX_HOSTS:
+                raise HplsimError(f"platform {source}: radical {radical!r}: range {part!r} is empty or too large")
+            out += [str(i) for i in range(first, last + 1)]
         elif part:
             out.append(part)
     return out
@@ -295,14 +356,43 @@ def xml_hosts(xml_text: str, source: str) -> list[tuple[str, int]]:
     hosts: list[tuple[str, int]] = []
     for el in root.iter():
         if el.tag == "host":
-            hosts.append((el.get("id", ""), int(el.get("core", "1"))))
+            hosts.append((el.get("id", ""), _cores(el, source)))
         elif el.tag in ("cluster", "cabinet"):
-            cores = int(el.get("core", "1"))
-            for r in _expand_radical(el.get("radical", "")):
+            cores = _cores(el, source)
+            radicals = _expand_radical(el.get("radical", ""), source)
+            if el.get("topology", "").upper() == "FAT_TREE":
+                where = f"platform {source}: <{el.tag} id={el.get('id', '?')!r}>"
+                leaves = fat_tree_leaves(el.get("topo_parameters", ""), where)
+                if leaves != len(radicals):
+                    raise HplsimError(f"{where}: its fat-tree has {leaves} leaves (the product of the down counts of "
+                                      f"{el.get('topo_parameters')!r}) but its radical names {len(radicals)} hosts")
+            for r in radicals:
                 hosts.append((f"{el.get('prefix', '')}{r}{el.get('suffix', '')}", cores))
     if not hosts:
         raise HplsimError(f"platform {source}: no host found")
+    _check_xml_links(root, source)
     return hosts
+
+
+#: attributes of SimGrid XML elements that hold a bandwidth, or a latency
+_XML_BANDWIDTHS = {"link": ("bandwidth",), "cluster": ("bw", "bb_bw", "loopback_bw", "limiter_link"),
+                   "backbone": ("bandwidth",)}
+_XML_LATENCIES = {"link": ("latency",), "cluster": ("lat", "bb_lat", "loopback_lat"), "backbone": ("latency",)}
+
+
+def _check_xml_links(root: ET.Element, source: str) -> None:
+    """A zero or negative bandwidth, or a negative latency, makes SimGrid abort with its own
+    words ("The Impossible Did Happen"): name the element instead."""
+    for el in root.iter():
+        name = f"<{el.tag} id={el.get('id', '?')!r}>"
+        for attr in _XML_BANDWIDTHS.get(el.tag, ()):
+            if el.get(attr) is not None:
+                value = bandwidth(el.get(attr), f"{name} {attr}", bare=True)
+                if value <= 0:
+                    raise HplsimError(f"platform {source}: {name} {attr}={el.get(attr)!r}: a bandwidth must be positive")
+        for attr in _XML_LATENCIES.get(el.tag, ()):
+            if el.get(attr) is not None:
+                duration(el.get(attr), f"{name} {attr}", bare=True)
 
 
 def platform_from_xml(xml_text: str, source: str, ranks_per_host: int | None = None) -> Platform:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import click
 
-from hplsim.errors import HplsimError
+from hplsim.clitypes import SEED, TIMEOUT
+from hplsim.outputs import check_file
+from hplsim.errors import HplsimError, with_warnings
 from hplsim.hpl.hpldat import read_hpl_dat
 from hplsim.hpl.options import hpl_options, params_from_options
 from hplsim.real import run as real_run
@@ -37,7 +39,7 @@ def format_results(results: list[RealResult]) -> str:
                    "--repeat).")
 @click.option("--shuffle/--no-shuffle", default=False, show_default=True,
               help="Shuffle the configurations within each repetition (seeded by --seed).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --shuffle.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of --shuffle.")
 @click.option("--threshold", type=float, default=None,
               help=f"Residual check threshold (default: the HPL.dat's, else {DEFAULT_THRESHOLD:g}); "
                    "not positive: HPL skips the check.")
@@ -48,7 +50,7 @@ def format_results(results: list[RealResult]) -> str:
                    "auto: srun inside an allocation, mpirun with a hostfile, else local.")
 @click.option("--oversubscribe", is_flag=True,
               help="Allow more ranks than cores (unpinned): for testing only, the timings mean nothing.")
-@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True,
+@click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT_S, show_default=True,
               help="Kill a run lasting longer than this (seconds): an error.")
 @click.option("--out", "-o", "out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write an archive (zip: results, HPL's outputs, metadata; docs/formats/archive.md).")
@@ -85,6 +87,8 @@ def run_real(**opts) -> None:
         raise HplsimError("--timeout must be positive")
     say = None if opts["quiet"] else (lambda msg: click.echo(f"hplsim: {msg}", err=True))
     configs = params.configs()
+    if opts["out"] is not None:
+        check_file(opts["out"], "the run archive (--out)")
     probe = None
     if opts["probe"]:
         from hplsim.real.probe import MachineProbe
@@ -96,7 +100,7 @@ def run_real(**opts) -> None:
                              timeout=opts["timeout"], shuffle=opts["shuffle"], seed=opts["seed"], progress=say,
                              trace=opts["trace"], probe=probe, min_seconds=opts["min_seconds"])
     if opts["as_json"]:
-        json.dump([r.to_dict() for r in done.results], sys.stdout, indent=2)
+        json.dump(with_warnings([r.to_dict() for r in done.results]), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         click.echo(format_results(done.results))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -26,6 +25,7 @@ from typing import Sequence
 import pandas as pd
 
 from hplsim.errors import HplsimError
+from hplsim.processes import popen, run_dir
 
 PROBE_SHAPE = (2048, 2048, 128)  # m, n, k: a mid-sized update; k = 128 sits among HPL's NBs
 PROBE_CALLS = 8  # per core
@@ -62,26 +62,20 @@ class MachineProbe:
         if self._tool is None:
             self._tool = build_calibration_tools()[BLAS_TOOL]
         m, n, k = PROBE_SHAPE
-        with tempfile.TemporaryDirectory(prefix="hplsim-probe-") as tmp:
-            design = Path(tmp) / "probe.csv"
+        with run_dir("probe") as tmp:
+            design = tmp / "probe.csv"
             design.write_text("function,m,n,k\n" + f"dgemm,{m},{n},{k}\n" * self.calls)
-            procs = [subprocess.Popen([str(self._tool), "--core", str(c), "--rank", str(i),
-                                       "--seed", str(self.seed), "--warmup-seconds", str(PROBE_WARMUP_S),
-                                       str(design)],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs = [popen([str(self._tool), "--core", str(c), "--rank", str(i),
+                            "--seed", str(self.seed), "--warmup-seconds", str(PROBE_WARMUP_S), str(design)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                      for i, c in enumerate(self.cores)]
-            outs = []
-            for p in procs:
-                try:
-                    out, err = p.communicate(timeout=PROBE_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    for q in procs:
-                        q.kill()
-                    raise HplsimError(f"the machine probe did not finish in {PROBE_TIMEOUT_S:.0f} s")
-                if p.returncode != 0:
-                    last = (err.strip().splitlines() or ["no message"])[-1]
-                    raise HplsimError(f"the machine probe failed (exit {p.returncode}): {last}")
-                outs.append(out)
+            try:
+                outs = self._collect(procs)
+            except BaseException:
+                for q in procs:
+                    q.kill()
+                    q.wait()
+                raise
         rates = []
         for out in outs:
             calls = pd.read_csv(io.StringIO(out))
@@ -89,3 +83,17 @@ class MachineProbe:
                 raise HplsimError(f"the machine probe returned {len(calls)} of {self.calls} timings")
             rates.append(2.0 * m * n * k * len(calls) / calls["duration"].sum() / 1e9)
         return sum(rates) / len(rates)
+
+    @staticmethod
+    def _collect(procs: list[subprocess.Popen]) -> list[str]:
+        outs = []
+        for p in procs:
+            try:
+                out, err = p.communicate(timeout=PROBE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise HplsimError(f"the machine probe did not finish in {PROBE_TIMEOUT_S:.0f} s")
+            if p.returncode != 0:
+                last = (err.strip().splitlines() or ["no message"])[-1]
+                raise HplsimError(f"the machine probe failed (exit {p.returncode}): {last}")
+            outs.append(out)
+        return outs

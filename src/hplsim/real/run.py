@@ -21,17 +21,14 @@ FAILED, a crash or a timeout is an error (with the archive written up to that ru
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import random
 import re
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +42,8 @@ from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import write_hpl_dat
 from hplsim.hpl.output import FAILED, SKIPPED, error_lines, expect_result
+from hplsim.outputs import write_or_fallback
+from hplsim.processes import kill_group, popen, run_dir
 from hplsim.sysinfo import mem_available
 
 if TYPE_CHECKING:
@@ -276,14 +275,7 @@ class RealRunSet:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    kill_group(proc, grace=5.0)  # mpirun passes SIGTERM on to its ranks
 
 
 def _busy_seconds() -> float | None:
@@ -342,8 +334,8 @@ def _execute(argv: list[str], cwd: Path, timeout: float | None, env: dict[str, s
     start = time.time()
     try:
         # own session: a timeout or Ctrl-C stops mpirun and its ranks together
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                errors="replace", start_new_session=True, env=env)
+        proc = popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     errors="replace", start_new_session=True, env=env)
     except OSError as exc:
         raise HplsimError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
     try:
@@ -493,8 +485,7 @@ def run_real(
         parent = (Path(out).resolve().parent if out else Path.cwd())  # remote ranks read it
     if parent is not None:
         parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".hplsim-real-", dir=parent) as tmp:
-        work = Path(tmp)
+    with run_dir("real", parent) as work:
         try:
             speed = probe.measure() if probe is not None and configs else None
             order = 0
@@ -632,7 +623,7 @@ def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun],
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "counts": {"planned": planned if planned is not None else len(configs) * repeat, "measured": len(runs)},
     })
-    return w.write(out, meta, [*log.entries, *info_log.entries])
+    return write_or_fallback(out, lambda p: w.write(p, meta, [*log.entries, *info_log.entries]), "the run archive")
 
 
 def _params_of(configs: Sequence[HplConfig], threshold: float) -> HplParams:

@@ -40,7 +40,9 @@ import click
 import pandas as pd
 import yaml
 
-from hplsim.errors import HplsimError
+from hplsim.clitypes import SEED32, TIMEOUT
+from hplsim.errors import HplsimError, with_warnings
+from hplsim.outputs import check_dir, save_figure, write_json, write_text
 from hplsim.hpl.config import HplConfig
 from hplsim.hpl.hpldat import read_hpl_dat
 from hplsim.hpl.options import any_hpl_option, hpl_options, params_from_options
@@ -361,7 +363,7 @@ def validate_local(
     cores = cores[:ranks]
     outdir = Path(outdir)
     caldir = outdir / "calibration"
-    caldir.mkdir(parents=True, exist_ok=True)
+    check_dir(caldir, "the calibrations")
     report = Report([], outdir)
     report.files["directory"] = str(outdir)
 
@@ -453,7 +455,7 @@ def validate_local(
             header = (f"# {socket.gethostname()} as a platform: one node, {ranks} rank slots; messages between "
                       "ranks cross the node's loopback link,\n# whose SMPI factors and overheads were fitted "
                       "from calibration/mpi.zip (hplsim validate, docs/validate.md)\n")
-            platform_path.write_text(header + yaml.safe_dump(spec, sort_keys=False, width=1000))
+            write_text(platform_path, header + yaml.safe_dump(spec, sort_keys=False, width=1000), "the platform")
         report.files["platform"] = str(platform_path)
     else:
         report.notes.append(f"platform given: {platform_path} (no MPI calibration)")
@@ -501,7 +503,7 @@ def validate_local(
     with stage(f"predicting {len(configs)} configuration(s)"):
         for c in configs:
             predictions[c] = predict(c, platform, model, seed, timeout)
-    (outdir / "predictions.json").write_text(json.dumps([p.to_dict() for p in predictions.values()], indent=1) + "\n")
+    write_json(outdir / "predictions.json", [p.to_dict() for p in predictions.values()], "the predictions", indent=1)
     report.files["predictions"] = str(outdir / "predictions.json")
 
     loads = [r.load_before for res in results for r in res.runs if r.load_before is not None]
@@ -535,7 +537,7 @@ def validate_local(
 def write_report(report: Report) -> None:
     out = report.outdir
     frame = pd.DataFrame([r.record() for r in report.rows])
-    frame.to_csv(out / "validation.csv", index=False)
+    write_text(out / "validation.csv", frame.to_csv(index=False), "the validation table")
     report.files["csv"] = str(out / "validation.csv")
     plot_report(report, out / "validation.png")
     report.files["plot"] = str(out / "validation.png")
@@ -545,9 +547,10 @@ def write_report(report: Report) -> None:
         md += ["Notes:", "", *[f"- {n}" for n in report.notes], ""]
     md += ["Stages (s): " + ", ".join(f"{k}: {v:g}" for k, v in report.stages.items()), "",
            "![validation](validation.png)", ""]
-    (out / "validation.md").write_text("\n".join(md))
+    write_text(out / "validation.md", "\n".join(md), "the validation report")
     report.files["markdown"] = str(out / "validation.md")
-    (out / "summary.json").write_text(json.dumps(report.to_dict(), indent=1, default=str) + "\n")
+    write_text(out / "summary.json", json.dumps(with_warnings(report.to_dict()), indent=1, default=str) + "\n",
+               "the summary")
     report.files["json"] = str(out / "summary.json")
 
 
@@ -612,10 +615,10 @@ def plot_report(report: Report, path: Path) -> None:
         machine.grid(alpha=0.3)
     else:
         fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        save_figure(fig, path, "the validation plot", dpi=110)
+    finally:
+        plt.close(fig)
 
 
 # ------------------------------------------------------------------ CLI
@@ -639,8 +642,8 @@ def plot_report(report: Report, path: Path) -> None:
                                           "(default: below the smallest N, see docs/validate.md).")
 @click.option("--reuse", is_flag=True, help="Reuse the artefacts already in --out (calibrations, model, platform, "
                                             "real runs of the same configurations).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of designs, orders and the emulation.")
-@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True,
+@click.option("--seed", type=SEED32, default=0, show_default=True, help="Seed of designs, orders and the emulation.")
+@click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT_S, show_default=True,
               help="Kill a simulation or a real run lasting longer than this (seconds).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and the summary as JSON.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
@@ -669,13 +672,14 @@ def validate(**opts) -> None:
         if opts[name] is not None and not Path(opts[name]).is_file():
             raise HplsimError(f"--{name.split('_')[0]} {opts[name]}: no such file")
     outdir = opts["outdir"] or Path(f"validation-{socket.gethostname()}-{time.strftime('%Y%m%d-%H%M%S')}")
-    if outdir.exists() and any(outdir.iterdir()) and not opts["reuse"]:
+    if outdir.is_dir() and any(outdir.iterdir()) and not opts["reuse"]:
         raise HplsimError(f"{outdir} is not empty: choose another --out, or --reuse its artefacts")
+    check_dir(outdir, "the validation (--out)")
     say = None if opts["quiet"] else (lambda msg: click.echo(f"hplsim: {msg}", err=True))
     report = validate_local(configs, outdir, opts["repeat"], opts["seed"], settings, opts["model_path"],
                             opts["platform_path"], opts["reuse"], opts["timeout"], say, opts["min_seconds"])
     if opts["as_json"]:
-        json.dump(report.to_dict(), sys.stdout, indent=2, default=str)
+        json.dump(with_warnings(report.to_dict()), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         click.echo(format_table(report.rows))

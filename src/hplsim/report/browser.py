@@ -8,16 +8,15 @@ console message as an `INFO:CONSOLE` line.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from hplsim.errors import HplsimError
+from hplsim.processes import kill_group, popen
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 _CONSOLE = re.compile(r":CONSOLE(?:\(\d+\)|:\d+)\]\s*(.*)")
@@ -59,14 +58,16 @@ def open_page(page: Path, screenshot: Path | None = None, real_time_ms: int | No
     with tempfile.TemporaryDirectory(prefix="hplsim-chromium-") as profile:
         argv += [f"--user-data-dir={profile}", Path(page).resolve().as_uri()]
         # Its own session: Chromium's helper processes go with it if it must be killed.
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     start_new_session=True)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+            kill_group(proc)
             raise HplsimError(f"Chromium did not finish loading {page} within {timeout:g} s") from None
+        except BaseException:
+            kill_group(proc)
+            raise
     console = [m.group(1) for line in stderr.splitlines() if (m := _CONSOLE.search(line))
                and not _DRIVER_NOISE.search(line)]
     if proc.returncode != 0 and not stdout:

@@ -108,6 +108,9 @@ def section_of(path: Path, kind: str, model: Path | None) -> Section:
 
 
 def build_report(inputs: list[Path], output: Path, title: str | None = None) -> list[Section]:
+    from hplsim.outputs import check_file
+
+    check_file(output, "the report (-o)")  # before the work, as every writer does
     kinds = [kind_of(Path(p)) for p in inputs]
     model = next((Path(p) for p, k in zip(inputs, kinds) if k == "model"), None)
     sections = [section_of(Path(p), k, model) for p, k in zip(inputs, kinds)]

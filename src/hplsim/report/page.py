@@ -13,8 +13,6 @@ benchmark read from a headless browser.
 from __future__ import annotations
 
 import html
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,25 +122,8 @@ def render(title: str, sections: list[Section], inputs: list[str]) -> str:
     )
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_page(path: Path, text: str) -> None:
-    """Write atomically: a reader (or a failure) never sees half a page."""
-    path = Path(path)
-    if path.is_dir():
-        raise HplsimError(f"-o {path}: is a directory")
-    if not path.parent.exists():
-        raise HplsimError(f"-o {path}: directory {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write atomically, by the project's one writer rule (hplsim.outputs)."""
+    from hplsim.outputs import write_text
+
+    write_text(path, text, "the report (-o)")

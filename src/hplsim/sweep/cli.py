@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from hplsim.clitypes import RANKS_PER_HOST, TIMEOUT
 from hplsim.errors import HplsimError
 from hplsim.hpl.options import INTS
 
@@ -77,10 +78,10 @@ def _slurm_parameters(opts: dict) -> dict:
 @click.option("--retry-failed", is_flag=True, help="Also run again the runs stored as failed.")
 @click.option("--platform", "platform_path", type=click.Path(path_type=Path),
               help="Base platform (YAML spec or SimGrid XML), replacing the spec's.")
-@click.option("--ranks-per-host", type=int, help="Rank slots per host of an XML platform.")
+@click.option("--ranks-per-host", type=RANKS_PER_HOST, help="Rank slots per host of an XML platform.")
 @click.option("--model", "model_path", type=click.Path(path_type=Path), help="Base model file, replacing the spec's.")
 @click.option("--seeds", type=INTS, help="Seeds (replications), e.g. 1,2,3, replacing the spec's.")
-@click.option("--timeout", type=float, help="Kill one simulation after this many seconds (default: 24 h).")
+@click.option("--timeout", type=TIMEOUT, help="Kill one simulation after this many seconds (default: 24 h).")
 @click.option("--dry-run", is_flag=True, help="Plan only: count the runs, report invalid combinations, run nothing.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar with ETA on stderr.")
 @click.option("--chunk", type=int, help="slurm / submitit-local: runs per array job.")
@@ -97,9 +98,13 @@ def run_command(**opts) -> None:
 
     spec = load_spec(opts["spec_path"]).with_overrides(
         opts["platform_path"], opts["ranks_per_host"], opts["model_path"], opts["seeds"], opts["timeout"])
-    if opts["seeds"] is not None and any(s < 0 for s in opts["seeds"]):
-        raise HplsimError("--seeds must be non-negative")
+    if opts["seeds"] is not None and any(not 0 <= s < 2**64 for s in opts["seeds"]):
+        raise HplsimError("--seeds must be in 0 .. 2**64-1 (the emulation's seeds are unsigned 64-bit integers)")
     db = opts["db"]
+    if not opts["dry_run"]:
+        from hplsim.outputs import check_file
+
+        check_file(db, "the results store (--db)")
     if opts["dry_run"]:
         _dry_run(spec, db)
         return
@@ -110,14 +115,14 @@ def run_command(**opts) -> None:
 
 
 def _dry_run(spec, db: Path) -> None:
-    import tempfile
-
     from hplsim.sweep.plan import make_plan
     from hplsim.sweep.run import report_invalid
     from hplsim.sweep.store import ResultStore
 
-    with tempfile.TemporaryDirectory(prefix="hplsim-plan-") as tmp:  # derived files: not kept
-        plan = make_plan(spec, Path(tmp), spec.timeout)
+    from hplsim.processes import run_dir
+
+    with run_dir("plan") as tmp:  # derived files: not kept
+        plan = make_plan(spec, tmp, spec.timeout)
     report_invalid(plan.invalid, lambda m: click.echo(m, err=True))
     stored: dict[str, str] = {}
     if db.exists():
@@ -147,6 +152,12 @@ def show_command(db: Path, as_json: bool, csv_path: Path | None, plot_dir: Path 
     from hplsim.sweep.show import failures, frame, summary, write_csv
     from hplsim.sweep.store import ResultStore
 
+    from hplsim.outputs import check_dir, check_file
+
+    if csv_path:
+        check_file(csv_path, "the CSV (--csv)")
+    if plot_dir:
+        check_dir(plot_dir, "the plots (--plot)")
     with ResultStore(db, create=False) as store:
         runs = store.runs()
     if csv_path:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence
 
 from hplsim.errors import HplsimError
+from hplsim.processes import set_parent_death_signal
 from hplsim.sweep.tasks import Outcome, Task, now, run_chunk, run_task
 from hplsim.sweep.variants import Variant
 
@@ -107,16 +108,10 @@ def _worker_init(variants: Sequence[Variant], progress_queue=None) -> None:
     _WORKER_PROGRESS = progress_queue
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-        if os.getppid() == 1:  # the coordinator died before prctl: nothing to work for
-            raise SystemExit(1)
-    except (OSError, AttributeError):
-        pass  # not Linux: workers then finish their current run after a SIGKILL
+    parent = os.getppid()
+    # not Linux: workers then finish their current run after a SIGKILL
+    if set_parent_death_signal() and (parent == 1 or os.getppid() != parent):
+        os._exit(1)  # the coordinator died before prctl: nothing to work for (and no traceback)
 
 
 def _on_sigterm(signum, frame) -> None:
@@ -163,6 +158,9 @@ class LocalExecutor:
         self.description = f"local pool of {jobs} ({why})"
         # spawn, not fork: a forked worker would inherit the coordinator's open SQLite
         # connection (SQLite forbids using or closing it across fork) and its threads' locks.
+        # a coordinator killed by SIGKILL leaves the pool's semaphores to multiprocessing's
+        # resource tracker, which then warns about them in words meant for developers
+        os.environ.setdefault("PYTHONWARNINGS", "ignore::UserWarning:multiprocessing.resource_tracker")
         ctx = multiprocessing.get_context("spawn")
         queue = ctx.Queue() if self.progress else None
         relay = threading.Thread(target=_relay, args=(queue, self.progress), daemon=True) if queue else None

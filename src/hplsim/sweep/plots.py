@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from hplsim.hpl.config import BCAST_NAMES
+from hplsim.outputs import check_dir, save_figure
 from hplsim.sweep.show import GROUP_COLUMNS, VARIANT, configurations, of_variant, reference_variant, variants, what_if
 
 MAX_FAMILIES = 10
@@ -55,8 +56,10 @@ def gflops_vs_n(confs: pd.DataFrame, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        save_figure(fig, path, "a plot", dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def heatmap(confs: pd.DataFrame, rows: str, cols: str, path: Path, title: str) -> None:
@@ -79,8 +82,10 @@ def heatmap(confs: pd.DataFrame, rows: str, cols: str, path: Path, title: str) -
     fig.colorbar(image, ax=ax, label="best Gflops")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        save_figure(fig, path, "a plot", dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def whatif_bars(df: pd.DataFrame, path: Path) -> None:
@@ -99,8 +104,10 @@ def whatif_bars(df: pd.DataFrame, path: Path) -> None:
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        save_figure(fig, path, "a plot", dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def write_plots(df: pd.DataFrame, outdir: Path) -> list[Path]:
@@ -108,8 +115,7 @@ def write_plots(df: pd.DataFrame, outdir: Path) -> list[Path]:
     confs = configurations(df)
     if confs.empty:
         return []
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+    outdir = check_dir(outdir, "the plots (--plot)")
     written = []
     path = outdir / "gflops_vs_n.png"
     gflops_vs_n(confs, path)

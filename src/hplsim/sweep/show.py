@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from hplsim.hpl.config import BCAST_NAMES
+from hplsim.outputs import atomic
 from hplsim.sweep.store import HPL_COLUMNS
 
 #: What makes two runs "the same configuration" (they differ only by seed).
@@ -166,12 +167,8 @@ def failures(df: pd.DataFrame) -> str:
 
 
 def write_csv(runs: list[dict[str, Any]], path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic(path, "the CSV (--csv)") as tmp, open(tmp, "w", newline="") as f:
         fields = list(runs[0]) if runs else ["hash", "status", *HPL_COLUMNS, "seed", "gflops"]
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
         writer.writerows(runs)
-    tmp.replace(path)

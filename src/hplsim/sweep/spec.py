@@ -406,6 +406,8 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path = Path("."), text: s
     seeds = (0,)
     if doc.get("seeds") is not None:
         seeds = tuple(dict.fromkeys(_int(s, source, "seeds", 0) for s in _values(doc["seeds"], source, "seeds")))
+        if any(s >= 2**64 for s in seeds):
+            raise _fail(source, "seeds", "a seed must be below 2**64 (the emulation's seeds are unsigned 64-bit)")
 
     platform_path, ranks_per_host, pvars = None, None, (PlatformVariation(),)
     raw = doc.get("platform")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import hashlib
-import math
 import os
 import re
 import uuid
@@ -31,7 +30,8 @@ import yaml
 
 from hplsim.errors import HplsimError
 from hplsim.models.modelfile import Component, HostModel, KernelModel, ModelFile, Piece, Polynomial, save_model
-from hplsim.platform.spec import Platform, PlatformSpec, bandwidth, duration, platform_from_xml, spec_from_dict
+from hplsim.platform.spec import (Platform, PlatformSpec, bandwidth, duration, fat_tree_leaves, platform_from_xml,
+                                  spec_from_dict)
 from hplsim.predict import ModelSource
 from hplsim.presets import DEFAULT
 from hplsim.sweep.spec import ModelVariation, PlatformVariation, SweepSpec
@@ -110,18 +110,6 @@ def _scaled(value: float, change: float | str, convert, what: str) -> float:
     return convert(change, what) if isinstance(change, str) else value * change
 
 
-def _fat_tree_hosts(params: str, where: str) -> int:
-    """Leaves of SimGrid's FAT_TREE "levels;down;up;links" = product of the down counts."""
-    try:
-        levels, down = params.split(";")[:2]
-        counts = [int(x) for x in down.split(",")]
-        if len(counts) != int(levels):
-            raise ValueError
-    except ValueError:
-        raise HplsimError(f"{where}: fat_tree {params!r} is not SimGrid's \"levels;down,..;up,..;links,..\"") from None
-    return math.prod(counts)
-
-
 def _vary_spec(base: PlatformSpec, v: PlatformVariation, where: str) -> PlatformSpec:
     s = dataclasses.replace(base, smpi=dict(base.smpi))
     if v.bandwidth is not None:
@@ -143,8 +131,8 @@ def _vary_spec(base: PlatformSpec, v: PlatformVariation, where: str) -> Platform
         s.topology, s.fat_tree = v.topology, v.fat_tree
     if v.sharing_policy is not None:
         s.sharing_policy = v.sharing_policy
-    if s.topology == "fat-tree" and _fat_tree_hosts(s.fat_tree or "", where) != s.nodes:
-        raise HplsimError(f"{where}: fat_tree {s.fat_tree!r} has {_fat_tree_hosts(s.fat_tree or '', where)} "
+    if s.topology == "fat-tree" and fat_tree_leaves(s.fat_tree or "", where) != s.nodes:
+        raise HplsimError(f"{where}: fat_tree {s.fat_tree!r} has {fat_tree_leaves(s.fat_tree or '', where)} "
                           f"leaves but the platform has {s.nodes} nodes")
     return s
 
@@ -167,10 +155,10 @@ def _edit(tag: str, name: str, change) -> str:
 
 def _vary_xml(xml: str, v: PlatformVariation, where: str) -> str:
     def bw(attr_change):
-        return lambda old: None if old is None else f"{_scaled(bandwidth(old, where), attr_change, bandwidth, where)!r}Bps"
+        return lambda old: None if old is None else f"{_scaled(bandwidth(old, where, bare=True), attr_change, bandwidth, where)!r}Bps"
 
     def lat(attr_change):
-        return lambda old: None if old is None else f"{_scaled(duration(old, where), attr_change, duration, where)!r}s"
+        return lambda old: None if old is None else f"{_scaled(duration(old, where, bare=True), attr_change, duration, where)!r}s"
 
     clusters = re.findall(r"<cluster\b[^>]*>", xml)
     if (v.nodes is not None or v.topology is not None) and (len(clusters) != 1 or re.search(r"<host\b", xml)):
@@ -188,7 +176,7 @@ def _vary_xml(xml: str, v: PlatformVariation, where: str) -> str:
         if v.loopback_bandwidth is not None:
             if not re.search(_ATTR.format(name="loopback_bw"), tag) and not isinstance(v.loopback_bandwidth, str):
                 raise HplsimError(f"{where}: the platform has no loopback_bw to scale; give an absolute value")
-            tag = _edit(tag, "loopback_bw", lambda old: f"{_scaled(bandwidth(old or 0, where), v.loopback_bandwidth, bandwidth, where)!r}Bps")
+            tag = _edit(tag, "loopback_bw", lambda old: f"{_scaled(bandwidth(old or 0, where, bare=True), v.loopback_bandwidth, bandwidth, where)!r}Bps")
         if v.nodes is not None:
             tag = _edit(tag, "radical", lambda old: f"0-{v.nodes - 1}")
         if v.topology == "fat-tree":
@@ -216,8 +204,8 @@ def _vary_xml(xml: str, v: PlatformVariation, where: str) -> str:
     if v.topology == "fat-tree":
         radical = re.search(r'radical\s*=\s*"([^"]*)"', re.findall(r"<cluster\b[^>]*>", out)[0])
         count = len(_expand(radical.group(1))) if radical else 0
-        if _fat_tree_hosts(v.fat_tree or "", where) != count:
-            raise HplsimError(f"{where}: fat_tree {v.fat_tree!r} has {_fat_tree_hosts(v.fat_tree or '', where)} "
+        if fat_tree_leaves(v.fat_tree or "", where) != count:
+            raise HplsimError(f"{where}: fat_tree {v.fat_tree!r} has {fat_tree_leaves(v.fat_tree or '', where)} "
                               f"leaves but the cluster has {count} nodes")
     return out
 

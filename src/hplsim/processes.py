@@ -1,0 +1,147 @@
+"""Children and temporary folders never outlive hplsim.
+
+- Every program hplsim starts (smpirun, mpirun, the calibration tools) goes through
+  `popen`: it gets SIGTERM from the kernel when hplsim dies, even by SIGKILL (Linux's
+  PR_SET_PDEATHSIG). SIGTERM, not SIGKILL, so that smpirun and mpirun, which fork the
+  real work, pass it on to their own children before they go.
+- `handle_signals` turns SIGTERM and SIGHUP into `Interrupted`, raised where hplsim is, so
+  that every `finally` runs: children killed, temporary folders removed.
+- `run_dir` names each temporary folder after the process that made it
+  (``hplsim-<kind>-<pid>-<random>``); `clean_stale_dirs`, run at each start, removes those
+  whose process is gone (a SIGKILL runs no code of ours).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from hplsim.errors import Interrupted
+
+_PR_SET_PDEATHSIG = 1
+_STALE = re.compile(r"^\.?hplsim-[a-z]+-(\d+)-")
+
+
+def _prctl():
+    """libc's prctl, looked up in the parent: the child between fork and exec must not
+    dlopen (another thread of ours may have held the loader's lock at the fork)."""
+    global _PRCTL
+    if _PRCTL is None:
+        try:
+            _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            _PRCTL = False  # not Linux
+    return _PRCTL
+
+
+_PRCTL = None
+
+
+def set_parent_death_signal(signum: int = signal.SIGTERM) -> bool:
+    """Ask the kernel to send `signum` to this process when its parent thread ends."""
+    prctl = _prctl()
+    return bool(prctl) and prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+
+
+def _die_with(parent: int):
+    _prctl()
+
+    def preexec() -> None:
+        set_parent_death_signal()
+        if os.getppid() != parent:  # the parent died between fork and prctl
+            os._exit(1)
+    return preexec
+
+
+def popen(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    """subprocess.Popen whose child gets SIGTERM when hplsim dies.
+
+    The signal is tied to the thread that starts the child: start it from the thread that
+    waits for it (every caller does)."""
+    return subprocess.Popen(list(argv), preexec_fn=_die_with(os.getpid()), **kwargs)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def kill_group(proc: subprocess.Popen, grace: float = 0.0) -> None:
+    """Stop a child started in its own session and everything in its process group:
+    SIGTERM first when `grace` > 0 (seconds to wait), then SIGKILL; reaps the child."""
+    if grace > 0 and proc.returncode is None:
+        _signal_group(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+    _signal_group(proc.pid, signal.SIGKILL)
+    if proc.returncode is None:
+        proc.wait()
+
+
+def _raise(signum: int, frame: Any) -> None:
+    raise Interrupted(signum)
+
+
+def handle_signals() -> None:
+    """SIGTERM and SIGHUP raise `Interrupted` in the main thread (SIGINT already raises
+    KeyboardInterrupt). Python's default for them is to die on the spot, running no
+    `finally`."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _raise)
+
+
+@contextlib.contextmanager
+def run_dir(kind: str, parent: Path | None = None) -> Iterator[Path]:
+    """A temporary folder ``hplsim-<kind>-<pid>-XXXX`` (in `parent`, default the system's
+    temporary folder), removed when the block ends, however it ends. A `parent` of its own
+    (a shared folder next to the output) is cleaned of stale folders first: the start of
+    hplsim cleans only the temporary folder."""
+    if parent is not None:
+        clean_stale_dirs(parent)
+    folder = Path(tempfile.mkdtemp(prefix=f"hplsim-{kind}-{os.getpid()}-", dir=parent))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale_dirs(parent: Path | None = None) -> list[Path]:
+    """Remove the temporary folders left by hplsim processes that no longer run."""
+    folder = Path(parent or tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _STALE.match(entry.name)
+        if not m or not entry.is_dir(follow_symlinks=False):
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed

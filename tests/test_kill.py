@@ -1,0 +1,269 @@
+"""SIGTERM and SIGKILL of hplsim at a random (seeded) moment: no process of it survives
+(smpirun, smpimain, mpirun, the calibration tools: they die with it), no temporary folder
+is left once hplsim has started again, and every result it had finished is either fully
+stored or absent (issue 20).
+
+Real processes (the point is the signals). The default suite kills each of predict, sweep,
+calibrate and validate once with each signal, on small inputs; ``-m slow`` at more moments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from hplsim.sweep.store import ResultStore
+
+HPLSIM = [sys.executable, "-m", "hplsim.cli"]
+SETTLE_S = 3.0  # how long the children may take to go after hplsim died (a run left alone lasts longer)
+
+
+def _marked(mark: str) -> list[int]:
+    """Processes whose environment carries `mark` (hplsim and everything it started)."""
+    found = []
+    needle = f"HPLSIM_KILL_TEST={mark}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    with open(f"/proc/{entry}/stat") as s:
+                        if s.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _children_of(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+class Run:
+    def __init__(self, args: list[str], cwd: Path, tmp: Path):
+        self.mark = uuid.uuid4().hex
+        self.tmp = tmp
+        self.env = {**os.environ, "HPLSIM_KILL_TEST": self.mark, "TMPDIR": str(tmp)}
+        self.proc = subprocess.Popen([*HPLSIM, *args], cwd=cwd, env=self.env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def kill_after(self, delay: float, sig: int, until_child: bool = True) -> tuple[int, str]:
+        """Wait until hplsim has started a child (the moment that matters) or `delay` has
+        passed since then, then send `sig`. Returns (exit code, stderr)."""
+        start = time.monotonic()
+        while until_child and not _children_of(self.proc.pid) and time.monotonic() - start < 60:
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        time.sleep(delay)
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        _, err = self.proc.communicate(timeout=120)
+        return self.proc.returncode, err
+
+    def assert_nothing_left(self) -> None:
+        deadline = time.monotonic() + SETTLE_S
+        while _marked(self.mark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _marked(self.mark)
+        for pid in left:  # do not leave them to the next test, but fail
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        assert not left, f"processes survived hplsim: {left}"
+        # the next start removes what a SIGKILL left (a SIGTERM leaves nothing)
+        subprocess.run([*HPLSIM, "--version"], env=self.env, capture_output=True, check=True, timeout=60)
+        assert not list(self.tmp.glob("hplsim-*")), list(self.tmp.iterdir())
+        assert not list(self.tmp.glob(".hplsim-*"))
+
+
+def _delay(seed: int, lo: float, hi: float) -> float:
+    return random.Random(seed).uniform(lo, hi)
+
+
+def _json_complete_or_absent(path: Path) -> list | None:
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())  # a half-written file would not parse
+
+
+def _no_temp_files(folder: Path) -> None:
+    assert not [p for p in folder.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".hplsim-")]
+
+
+def _killed(tmp_path: Path, args: list[str], delay: float, sig: int,
+            files: dict[str, str] | None = None) -> tuple[Path, int, str, "Run"]:
+    """Run hplsim `args` in a fresh folder (with `files`), signal it after `delay`, check
+    that nothing of it is left. Returns (its folder, exit code, stderr, the run)."""
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    for name, text in (files or {}).items():
+        (work / name).write_text(text)
+    run = Run(args, work, tmp)
+    code, err = run.kill_after(delay, sig)
+    run.assert_nothing_left()
+    assert "Traceback" not in err
+    return work, code, err, run
+
+
+# ------------------------------------------------------------------------- predict
+
+# the third simulation lasts about 15 s here: one left running would outlive SETTLE_S
+PREDICT = ["predict", "-N", "2000,3000,140000", "--nb", "128", "-P", "2", "-Q", "4", "-o", "out.json"]
+
+
+def _kill_predict(tmp_path: Path, sig: int, seed: int, deep: bool) -> None:
+    work, code, err, _ = _killed(tmp_path, PREDICT, _delay(seed, 0.0, 1.5), sig)
+    done = _json_complete_or_absent(work / "out.json")
+    if code == 0:
+        assert done is not None and len(done) == 3
+    else:
+        assert code == (128 + sig if sig == signal.SIGTERM else -sig), err
+        if sig == signal.SIGTERM:
+            assert "hplsim: interrupted by SIGTERM" in err
+        # what finished before the signal is stored whole (and each result complete)
+        assert done is None or (len(done) < 3 and all("gflops" in d for d in done))
+    _no_temp_files(work)
+
+
+
+def test_a_term_between_configurations_keeps_the_finished_ones(tmp_path):
+    """SIGTERM during the third (long) simulation: the first two are printed and stored."""
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    run = Run(PREDICT, work, tmp)
+    start = time.monotonic()
+    while time.monotonic() - start < 60:  # the third simulation has its own smpirun
+        if len([line for line in _kept_dirs(tmp)]) and _third_started(run):
+            break
+        time.sleep(0.02)
+    time.sleep(0.3)
+    code, err = run.kill_after(0.0, signal.SIGTERM, until_child=False)
+    run.assert_nothing_left()
+    assert code == 128 + signal.SIGTERM, err
+    done = _json_complete_or_absent(work / "out.json")
+    assert done is not None and [d["n"] for d in done] == [2000, 3000]
+
+
+def _kept_dirs(tmp: Path) -> list[Path]:
+    return list(tmp.glob("hplsim-run-*"))
+
+
+def _third_started(run: Run) -> bool:
+    """True once the run folder holds an HPL.dat for N = 140000."""
+    for folder in _kept_dirs(run.tmp):
+        try:
+            if "140000" in (folder / "HPL.dat").read_text().split("\n")[5]:
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
+
+
+# --------------------------------------------------------------------------- sweep
+
+SWEEP = """\
+hpl:
+  n: [2000, 3000, 4000, 120000]
+  nb: [128]
+  grids: [[2, 4]]
+"""
+
+
+def _kill_sweep(tmp_path: Path, sig: int, seed: int, deep: bool) -> None:
+    work, code, err, run = _killed(tmp_path, ["sweep", "spec.yaml", "--db", "r.sqlite", "-j", "1", "--no-progress"],
+                                   _delay(seed, 0.2, 2.5), sig, {"spec.yaml": SWEEP})
+    if (work / "r.sqlite").exists():
+        with ResultStore(work / "r.sqlite", create=False) as store:
+            for r in store.runs():  # every stored run is whole
+                assert r["status"] in ("ok", "failed")
+                if r["status"] == "ok":
+                    assert r["gflops"] > 0 and r["time_s"] > 0
+    if not deep:
+        return
+    # and the sweep resumes to the end
+    again = subprocess.run([*HPLSIM, "sweep", "spec.yaml", "--db", "r.sqlite", "-j", "1", "--no-progress"],
+                           cwd=work, env=run.env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    with ResultStore(work / "r.sqlite", create=False) as store:
+        assert sorted(r["n"] for r in store.runs("ok")) == [2000, 3000, 4000, 120000]
+
+
+
+# ----------------------------------------------------------------------- calibrate
+
+CALIBRATE = ["calibrate", "dgemm", "--rows", "40", "--max-side", "600", "--max-product", "5e7", "--seed", "1",
+             "--monitor-interval", "0", "--warmup", "0.5", "--repetitions", "3", "--cores", "0", "--out", "c.zip",
+             "--no-progress"]
+
+
+def _kill_calibrate(tmp_path: Path, sig: int, seed: int, deep: bool) -> None:
+    from hplsim.calibrate.archive import read_archive
+
+    work, code, err, _ = _killed(tmp_path, CALIBRATE, _delay(seed, 0.0, 1.0), sig)
+    archive = work / "c.zip"
+    if archive.exists():  # whole: a complete run, or a SIGTERM's partial archive marked aborted
+        a = read_archive(archive)
+        assert a.status in ("complete", "aborted")
+        assert (a.status == "complete") == (code == 0)
+    else:
+        assert code != 0
+    _no_temp_files(work)
+
+
+
+# ------------------------------------------------------------------------ validate
+
+VALIDATE = ["validate", "-N", "600", "--nb", "64", "-P", "1", "-Q", "2", "--repeat", "1", "--out", "v",
+            "--seed", "1", "--quiet"]
+
+
+def _kill_validate(tmp_path: Path, sig: int, seed: int, deep: bool) -> None:
+    work, code, err, _ = _killed(tmp_path, VALIDATE, _delay(seed, 0.5, 4.0), sig)
+    # every file it left is whole
+    for path in (work / "v").rglob("*") if (work / "v").exists() else []:
+        if path.suffix == ".json":
+            json.loads(path.read_text())
+        elif path.suffix == ".zip":
+            with zipfile.ZipFile(path) as zf:
+                assert zf.testzip() is None
+    _no_temp_files(work)
+
+
+
+# ------------------------------------------------------------------------- the tests
+
+KILLED = {"predict": _kill_predict, "sweep": _kill_sweep, "calibrate": _kill_calibrate, "validate": _kill_validate}
+SIGNALS = pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
+
+
+@SIGNALS
+@pytest.mark.parametrize("command", KILLED)
+def test_kill(tmp_path, command, sig):
+    KILLED[command](tmp_path, sig, seed=list(KILLED).index(command) * 100 + sig, deep=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(4))
+@SIGNALS
+@pytest.mark.parametrize("command", KILLED)
+def test_kill_at_many_moments(tmp_path, command, sig, seed):
+    KILLED[command](tmp_path, sig, seed, deep=True)
