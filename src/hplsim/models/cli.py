@@ -186,6 +186,73 @@ def _markdown(t: pd.DataFrame) -> str:
     return "\n".join([head, sep, *rows])
 
 
+# ------------------------------------------------------------------------- population
+
+
+def run_population_fit(opts: dict[str, Any]) -> dict[str, Any]:
+    """``--per population``: a population law of dgemm from calibration histories or
+    archives (models/population_fit.py); the other kernels come from --base."""
+    from dataclasses import replace
+
+    from hplsim.models.modelfile import HostModel, ModelFile
+    from hplsim.models.population_fit import fit_population, holdout_check, marginal_widths, read_population_data
+
+    kernels = [k.strip() for a in opts["kernels"] for k in a.split(",") if k.strip()] or ["dgemm"]
+    if len(kernels) != 1:
+        raise HplsimError("--per population fits one kernel (dgemm): give --kernel dgemm")
+    base = load_model(opts["base"]) if opts["base"] else None
+    base_law = base.default.kernels.get("dgemm") if base and base.default else None
+    # The history's residual sd says how wide the noise is, not its shape: keep the base's family.
+    family = base_law.family if base_law is not None and base_law.family in ("normal", "halfnormal") else "halfnormal"
+    table = read_population_data(opts["data"])
+    fit = fit_population(table, kernels[0], family)
+    pop = fit.population
+    for note in fit.notes:
+        _echo(f"note: {note}")
+    _echo(f"dgemm population: {pop.fitted_on['cpus']} CPUs of {pop.fitted_on['hosts']} hosts, "
+          f"{pop.fitted_on['runs']} runs, {pop.fitted_on['observations']} observations; log scale; noise {family}")
+    sd = {name: np.sqrt(np.diag(m)) for name, m in (("spatial", pop.spatial), ("run", pop.run), ("cpu", pop.cpu))}
+    _echo(f"  {'coefficient':<18}{'centre':>12}{'sd spatial':>12}{'sd run':>10}{'sd cpu-run':>12}")
+    for i, c in enumerate(pop.coefficients):
+        _echo(f"  {c:<18}{math.exp(pop.center[i]):>12.4g}{sd['spatial'][i]:>12.4f}{sd['run'][i]:>10.4f}"
+              f"{sd['cpu'][i]:>12.4f}")
+    held = None
+    if pop.fitted_on["cpus"] >= 4:
+        held = holdout_check(table, family, seed=opts["seed"])
+        widths = ", ".join(f"{c} x{lo:.3f}-{hi:.3f}" for c, (lo, hi) in held["widths"].items())
+        _echo(f"  held-out check: fitted on {held['train_cpus']} CPUs, {100 * held['coverage']:.1f} % of the other "
+              f"{held['held_out_cpus']} CPUs' {held['held_out_runs']} runs inside the 90 % predictive region "
+              f"(90 % intervals: {widths})")
+
+    hosts: dict[str, HostModel] = {}
+    if base:
+        for h, hm in base.hosts.items():  # hosts that keep a dgemm of their own would not be drawn
+            entry = HostModel({k: v for k, v in hm.kernels.items() if k != "dgemm"},
+                              [{k: v for k, v in c.items() if k != "dgemm"} for c in hm.cpus])
+            if entry.kernels or any(entry.cpus):
+                hosts[h] = entry
+    default = HostModel(dict(base.default.kernels), [{k: v for k, v in c.items() if k != "dgemm"}
+                                                     for c in base.default.cpus]) \
+        if base and base.default else HostModel()
+    default.kernels["dgemm"] = pop.center_model()  # what a tool that does not draw sees: the centre CPU
+    provenance = {"tool": f"hplsim {__version__} fit", "sources": [str(p) for p in opts["data"]],
+                  "kernels": {"dgemm": {"per": "population", "why": "hierarchical law on log M-1 coefficients"}}}
+    if opts["base"]:
+        provenance["base"] = str(opts["base"])
+    if held is not None:
+        provenance["holdout"] = {k: held[k] for k in ("coverage", "level", "train_cpus", "held_out_runs")}
+    model = ModelFile(default, hosts, f"dgemm population fitted by hplsim fit from "
+                                      f"{', '.join(_name(str(p)) for p in opts['data'])}", provenance,
+                      {"dgemm": pop})
+    save_model(model, opts["output"])
+    _echo(f"wrote {opts['output']}")
+    return {"kind": "population", "output": str(opts["output"]), "kernel": "dgemm",
+            "coefficients": list(pop.coefficients), "center": [float(v) for v in pop.center],
+            "sd": {k: [float(x) for x in v] for k, v in sd.items()}, "fitted_on": pop.fitted_on,
+            "noise_family": family, "notes": fit.notes, "holdout": held,
+            "widths": {c: list(w) for c, w in marginal_widths(pop).items()}}
+
+
 # ------------------------------------------------------------------------- network
 
 
@@ -321,9 +388,10 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
               help="Give the calls whose sizes meet the conditions a law of their own (the model file's pieces), "
                    "e.g. 'dgemm: n > m'; repeatable: the first piece that holds claims a call, the other calls "
                    "make the kernel's own law.")
-@click.option("--per", type=click.Choice(PER_LEVELS), default="auto", show_default=True,
+@click.option("--per", type=click.Choice([*PER_LEVELS, "population"]), default="auto", show_default=True,
               help="One model per CPU, per host, or none (pooled only); auto = the finest the data identify. "
-                   "The pooled fit is always written as the 'default' entry.")
+                   "The pooled fit is always written as the 'default' entry. population: a law of dgemm's "
+                   "coefficients across CPUs and runs, from calibration histories or archives (docs/population.md).")
 @click.option("--host-format", default=DAHU_HOST_FORMAT, show_default=True,
               help="Host name of data that give a node number instead of a host (the Dahu CSVs): {node}, "
                    "{node-1}, {node+1} are replaced. The default maps Dahu node i+1 to dahu-i.grid5000.fr, the "
@@ -366,6 +434,12 @@ def fit(**opts: Any) -> None:
     hplsim fit calib.zip --option M2,N2 --report report/ -o model.yaml
     hplsim fit mpi_calibration.csv --network --cluster dahu -o net.yaml
     """
+    if opts["per"] == "population":
+        summary = run_population_fit(opts)
+        if opts["as_json"]:
+            json.dump(_clean(summary), sys.stdout, indent=2, allow_nan=False)
+            sys.stdout.write("\n")
+        return
     host_format = opts["host_format"]
     opts["host_format_note"] = (f"data with a node number: host = {host_format!r}; cpu = CPU index within the host; "
                                 "a rank's CPU is its local rank modulo the number of CPUs listed")
