@@ -251,3 +251,21 @@ def draw_cluster(model: ModelFile, hosts: list[str], seed: int) -> ClusterDraw:
                 records[host][c][kernel] = _law_record(law)
     drawn = replace(model, hosts=new_hosts, population={})
     return ClusterDraw(drawn, [{"host": h, "cpus": cpus} for h, cpus in records.items()], runs)
+
+
+def with_variability(model: ModelFile, spatial: float | None, temporal: float | None,
+                     where: tuple[str, str] = ("--spatial-variability", "--temporal-variability")) -> ModelFile:
+    """The model with its populations' spread scaled: 0 = every CPU the centre CPU, 1 = as
+    fitted, 2 = twice the spread (standard deviations, on the log scale)."""
+    from hplsim.errors import HplsimError
+
+    if spatial is None and temporal is None:
+        return model
+    for value, name in zip((spatial, temporal), where):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise HplsimError(f"{name}: must be a number at least 0, got {value}")
+    if not model.population:
+        given = where[0] if spatial is not None else where[1]
+        raise HplsimError(f"{given}: the model has no population section to draw hosts from "
+                          "(fit one with hplsim fit --per population, docs/population.md)")
+    return replace(model, population={k: p.scaled(spatial, temporal) for k, p in model.population.items()})

@@ -76,7 +76,7 @@ def _check(table: pd.DataFrame, family: str) -> list[str]:
             r = table.iloc[int(np.flatnonzero(bad)[0])]
             raise HplsimError(f"population of dgemm: {int(bad.sum())} run(s) have a {col} that is missing or not "
                               f"positive (first: host {r['host']} cpu {r['cpu']} run {r['run_id']}): a log-scale "
-                              "law needs positive coefficients")
+                              "law needs positive coefficients (a negative least-squares intercept: calibrate small calls too)")
     return wanted
 
 
