@@ -23,14 +23,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from hplsim.models.modelfile import KERNEL_VARIABLES, HostModel, KernelModel, ModelFile, Polynomial
+from hplsim.models.modelfile import KERNEL_VARIABLES, Component, HostModel, KernelModel, ModelFile, Polynomial
+from hplsim.models.modelfile import _law_to_dict as law_record
 
 #: The coefficients a population may describe: ``mean.TERM`` / ``sigma.TERM`` of the kernel's law.
 PARTS = ("mean", "sigma")
-POPULATION_FAMILIES = ("none", "normal", "halfnormal")
+POPULATION_FAMILIES = ("none", "normal", "halfnormal", "mixture")
 _SCALES = ("spatial_scale", "temporal_scale")
-_FIELDS = {"coefficients", "scale", "center", "spatial", "temporal", "noise_family", "cpus_per_host",
-           *_SCALES, "fitted_on"}
+_FIELDS = {"coefficients", "scale", "center", "spatial", "temporal", "noise_family", "noise_shape",
+           "cpus_per_host", *_SCALES, "fitted_on"}
 
 
 class PopulationError(ValueError):
@@ -50,6 +51,8 @@ class Population:
     spatial_scale: float = 1.0
     temporal_scale: float = 1.0
     fitted_on: dict[str, Any] = field(default_factory=dict)
+    #: the within-run noise as a mixture in units of the drawn σ: (weight, shift, sd) per component
+    noise_shape: tuple[tuple[float, float, float], ...] = ()
 
     def scaled(self, spatial: float | None = None, temporal: float | None = None) -> "Population":
         return replace(self, spatial_scale=self.spatial_scale if spatial is None else float(spatial),
@@ -70,13 +73,45 @@ class Population:
 
         if self.noise_family == "none":
             return KernelModel(self.kernel, poly("mean"))
-        return KernelModel(self.kernel, poly("mean"), self.noise_family, sigma=poly("sigma"))
+        sigma = poly("sigma")
+        if self.noise_family == "mixture":
+            comps = tuple(Component(w, _times(sigma, shift), _times(sigma, sd)) for w, shift, sd in self.noise_shape)
+            return KernelModel(self.kernel, poly("mean"), "mixture", components=comps)
+        return KernelModel(self.kernel, poly("mean"), self.noise_family, sigma=sigma)
 
     def center_model(self) -> KernelModel:
         return self.kernel_model(self.center)
 
 
+def _times(p: Polynomial, f: float) -> Polynomial:
+    return Polynomial(p.variables, tuple((e, c * f) for e, c in p.terms))
+
+
 # ----------------------------------------------------------------------------- reading
+
+
+def _shape(raw: Any, where: str) -> tuple[tuple[float, float, float], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        raise PopulationError(f"{where}: expected a list of {{weight, shift, sigma}}")
+    out = []
+    for i, c in enumerate(raw):
+        if not isinstance(c, Mapping) or set(c) != {"weight", "shift", "sigma"}:
+            raise PopulationError(f"{where}[{i}]: expected a mapping with weight, shift, sigma")
+        vals = []
+        for k in ("weight", "shift", "sigma"):
+            v = c[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise PopulationError(f"{where}[{i}].{k}: expected a number, got {v!r}")
+            if k != "shift" and v < 0:
+                raise PopulationError(f"{where}[{i}].{k}: negative value {v}")
+            vals.append(float(v))
+        out.append(tuple(vals))
+    total = sum(c[0] for c in out)
+    if not math.isclose(total, 1.0, rel_tol=1e-6, abs_tol=1e-6):
+        raise PopulationError(f"{where}: weights sum to {total}, not 1")
+    return tuple(out)
 
 
 def _matrix(raw: Any, n: int, where: str) -> np.ndarray:
@@ -152,13 +187,17 @@ def population_from_dict(kernel: str, raw: Any, where: str) -> Population:
         if v < 0:
             raise PopulationError(f"{where}.{s}: must be at least 0, got {v}")
         scales[s] = float(v)
+    shape = _shape(raw.get("noise_shape"), f"{where}.noise_shape")
+    if family == "mixture" and not shape:
+        raise PopulationError(f"{where}.noise_shape: noise family mixture needs the mixture's components "
+                              "(fit them from calls: docs/population.md)")
     fitted_on = raw.get("fitted_on") or {}
     if not isinstance(fitted_on, Mapping):
         raise PopulationError(f"{where}.fitted_on: expected a mapping")
     return Population(kernel, tuple(coefs), center, _matrix(raw.get("spatial"), n, f"{where}.spatial"),
                       _matrix(temporal["run"], n, f"{where}.temporal.run"),
                       _matrix(temporal["cpu"], n, f"{where}.temporal.cpu"),
-                      family, cpus, fitted_on=dict(fitted_on), **scales)
+                      family, cpus, fitted_on=dict(fitted_on), noise_shape=shape, **scales)
 
 
 def _rows(m: np.ndarray) -> list[list[float]]:
@@ -177,6 +216,8 @@ def population_to_dict(p: Population) -> dict[str, Any]:
         "spatial_scale": p.spatial_scale,
         "temporal_scale": p.temporal_scale,
     }
+    if p.noise_shape:
+        out["noise_shape"] = [{"weight": w, "shift": m, "sigma": s} for w, m, s in p.noise_shape]
     if p.fitted_on:
         out["fitted_on"] = p.fitted_on
     return out
@@ -205,13 +246,6 @@ class ClusterDraw:
     model: ModelFile
     hosts: list[dict[str, Any]]  # [{host, cpus: [{kernel: {mean, sigma}}]}]
     runs: dict[str, dict[str, float]]  # kernel -> the run effect (log scale, per coefficient)
-
-
-def _law_record(m: KernelModel) -> dict[str, Any]:
-    out: dict[str, Any] = {"mean": m.mean.to_mapping()}
-    if m.sigma is not None:
-        out["noise"] = {"family": m.family, "sigma": m.sigma.to_mapping()}
-    return out
 
 
 def _names_kernel(entry: HostModel | None, kernel: str) -> bool:
@@ -248,7 +282,7 @@ def draw_cluster(model: ModelFile, hosts: list[str], seed: int) -> ClusterDraw:
             new_hosts[host] = HostModel(dict(base.kernels), cpus)
             records.setdefault(host, [{} for _ in range(pop.cpus_per_host)])
             for c, law in enumerate(laws):
-                records[host][c][kernel] = _law_record(law)
+                records[host][c][kernel] = law_record(law)
     drawn = replace(model, hosts=new_hosts, population={})
     return ClusterDraw(drawn, [{"host": h, "cpus": cpus} for h, cpus in records.items()], runs)
 
@@ -269,3 +303,19 @@ def with_variability(model: ModelFile, spatial: float | None, temporal: float | 
         raise HplsimError(f"{given}: the model has no population section to draw hosts from "
                           "(fit one with hplsim fit --per population, docs/population.md)")
     return replace(model, population={k: p.scaled(spatial, temporal) for k, p in model.population.items()})
+
+
+def with_noise_family(model: ModelFile, family: str, where: str) -> ModelFile:
+    """The model with its populations' within-run noise family switched (none, normal,
+    halfnormal, or mixture when the population holds a noise shape)."""
+    from hplsim.errors import HplsimError
+
+    if not model.population:
+        raise HplsimError(f"{where}: the model has no population section (noise_family applies to its draws)")
+    if family not in POPULATION_FAMILIES:
+        raise HplsimError(f"{where}: {family!r} is not one of {', '.join(POPULATION_FAMILIES)}")
+    for k, p in model.population.items():
+        if family == "mixture" and not p.noise_shape:
+            raise HplsimError(f"{where}: the population of {k} has no noise_shape (fit it with the calls: "
+                              "docs/population.md)")
+    return replace(model, population={k: replace(p, noise_family=family) for k, p in model.population.items()})

@@ -161,6 +161,34 @@ def _group_mean(x: np.ndarray, g: np.ndarray, n: int) -> np.ndarray:
     return sums / np.bincount(g, minlength=n)[:, None]
 
 
+# ---------------------------------------------------------------------- within-run noise
+
+
+def noise_shape(calls: pd.DataFrame, seed: int = 0) -> tuple[tuple[float, float, float], ...]:
+    """The within-run noise of dgemm calls as a Gaussian mixture of residuals in units of
+    the history's σ: each (source, host, CPU, run) summarised as the history is (M-1 mean,
+    σ = the |residual| line x sqrt(pi/2), `check.summary.summarise_calls`), its residuals
+    divided by that σ, pooled, and fitted by a mixture (components by BIC), recentred on 0."""
+    from hplsim.check.summary import summarise_calls
+    from hplsim.models.noise import fit_mixture_1d
+
+    keys = [k for k in ("source", "host", "cpu", "run") if k in calls and calls[k].notna().any()]
+    z = []
+    for _, g in calls.groupby(keys, sort=True, dropna=False) if keys else [(None, calls)]:
+        s = summarise_calls(g)
+        x = (g["m"] * g["n"] * g["k"]).to_numpy(dtype=float)
+        y = g["duration"].to_numpy(dtype=float)
+        sigma = s["intercept_residual"] + s["mnk_residual"] * x
+        ok = sigma > 0
+        z.append((y[ok] - s["intercept"] - s["mnk"] * x[ok]) / sigma[ok])
+    values = np.concatenate(z)
+    if len(values) < 50:
+        raise HplsimError(f"population noise shape: {len(values)} calls, too few for a mixture (needs 50)")
+    weights, means, sds = fit_mixture_1d(values, seed=seed)
+    offset = float(np.dot(weights, means))
+    return tuple((w, m - offset, s) for w, m, s in zip(weights, means, sds))
+
+
 # ------------------------------------------------------------------------ held-out check
 
 

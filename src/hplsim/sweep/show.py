@@ -80,7 +80,8 @@ def what_if(df: pd.DataFrame) -> pd.DataFrame:
             same = float(match["mean"].iloc[0]) if not match.empty else None
         rows.append({
             "platform": key[0], "model": key[1], "configurations": len(group),
-            "best_gflops": float(best["mean"]), "best": describe(best),
+            "best_gflops": float(best["mean"]), "best_min": float(best["min"]), "best_max": float(best["max"]),
+            "seeds": int(best["seeds"]), "best": describe(best),
             "vs_reference": float(best["mean"]) / float(ref_row["mean"]) - 1 if ref_row is not None else None,
             "reference_config_gflops": same,
         })
@@ -145,10 +146,12 @@ def summary(df: pd.DataFrame, source: str, top: int = 10) -> str:
         for _, r in w.iterrows():
             vs = "" if r["vs_reference"] is None else f"{100 * r['vs_reference']:+.1f} %"
             same = "" if r["reference_config_gflops"] is None else f"{r['reference_config_gflops']:.4g}"
+            spread = f"{r['best_min']:.4g}-{r['best_max']:.4g}" if r["seeds"] > 1 else ""
             rows.append([r["platform"], r["model"], str(r["configurations"]),
-                         f"{r['best_gflops']:.4g}", vs, same, r["best"]])
+                         f"{r['best_gflops']:.4g}", vs, spread, same, r["best"]])
         lines += ["", f"What if (best configuration of each variant; reference: platform {ref[0]}, model {ref[1]})",
-                  _table(["platform", "model", "configs", "best Gflops", "vs ref", "ref's best here", "best"], rows)]
+                  _table(["platform", "model", "configs", "best Gflops", "vs ref", "seeds min-max", "ref's best here",
+                         "best"], rows)]
     if failed:
         lines += ["", f"{failed} failed run(s): hplsim sweep show {source} --failed"]
     return "\n".join(lines)

@@ -31,7 +31,7 @@ import yaml
 
 from hplsim.errors import HplsimError
 from hplsim.models.modelfile import Component, HostModel, KernelModel, ModelFile, Piece, Polynomial, save_model
-from hplsim.models.population import with_variability
+from hplsim.models.population import with_noise_family, with_variability
 from hplsim.platform.spec import Platform, PlatformSpec, bandwidth, duration, platform_from_xml, spec_from_dict
 from hplsim.predict import ModelSource
 from hplsim.presets import DEFAULT
@@ -341,8 +341,10 @@ def vary_model(base: ModelSource, platform: Platform, v: ModelVariation, workdir
         model = scale_hosts(model, factors)
     if not v.noise:
         model = model.without_noise()
-    varied = v.spatial_variability is not None or v.temporal_variability is not None
-    if varied:
+    if v.noise_family is not None:
+        model = with_noise_family(model, v.noise_family, f"{where}.noise_family")
+    varied = v.spatial_variability is not None or v.temporal_variability is not None or v.noise_family is not None
+    if v.spatial_variability is not None or v.temporal_variability is not None:
         model = with_variability(model, v.spatial_variability, v.temporal_variability,
                                  (f"{where}.spatial_variability", f"{where}.temporal_variability"))
     note = ""
