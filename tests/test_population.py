@@ -300,3 +300,40 @@ def test_coverage_of_the_full_fit_on_its_own_runs(history):
     """Sanity: the law fitted on all CPUs covers about 90 % of its own runs."""
     pop = fit_population(history).population
     assert 0.85 <= coverage(pop, history) <= 0.97
+
+
+def test_mixture_noise_shape_is_fitted_from_calls_and_drawn(dahu_dir, tmp_path):
+    """dgemm_raw.csv's residuals, in units of the history's σ, are right-skewed with a
+    heavy tail: the mixture has a small component several σ to the right; a drawn CPU's
+    mixture is that shape scaled by its own σ."""
+    from hplsim.models.population import with_noise_family
+    from hplsim.models.population_fit import noise_shape
+    from hplsim.models.readers import read_measurements
+
+    calls = read_measurements([dahu_dir / "dgemm_raw.csv"]).kernels
+    shape = noise_shape(calls, seed=0)
+    weights = [w for w, _, _ in shape]
+    assert math.isclose(sum(weights), 1.0) and abs(sum(w * m for w, m, _ in shape)) < 1e-9
+    tail = max(shape, key=lambda c: c[1])
+    assert tail[1] > 2 and tail[0] < 0.1  # a few % of calls several σ slow
+    model = with_noise_family(_with_shape(tmp_path, dahu_dir, shape), "mixture", "test")
+    law = draw_cluster(model, ["h"], 1).model.hosts["h"].cpus[0]["dgemm"]
+    assert law.family == "mixture" and len(law.components) == len(shape)
+    sizes = {"m": 2048, "n": 2048, "k": 128}
+    sd = [float(c.sigma(sizes)) for c in law.components]
+    assert np.allclose(np.array(sd) / sd[0], [s / shape[0][2] for _, _, s in shape])
+    with pytest.raises(HplsimError, match="noise_family applies"):
+        with_noise_family(load_model(BASE), "mixture", "model.variations[0].noise_family")
+
+
+def _with_shape(tmp_path: Path, dahu_dir: Path, shape) -> "ModelFile":  # noqa: F821
+    from dataclasses import replace
+
+    pop = fit_population(read_population_data([dahu_dir / "dgemm_calibration_history.csv"])).population
+    return replace(load_model(BASE), hosts={}, population={"dgemm": replace(pop, noise_shape=tuple(shape))})
+
+
+def test_mixture_without_calls_is_refused(dahu_dir, tmp_path):
+    r = run_cli("fit", dahu_dir / "dgemm_calibration_history.csv", "--kernel", "dgemm", "--per", "population",
+                "--population-noise", "mixture", "-o", tmp_path / "m.yaml")
+    assert_one_line_error(r, r"--population-noise mixture: give dgemm calls too")
