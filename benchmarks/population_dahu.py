@@ -11,9 +11,13 @@ law, with the cost of its spread. One simulation at a time; prints its figures.
    and 0 (same seed: the same run effect and per-node noise, the spread between nodes
    removed), the slowest node of the draw, the cost of the spread, the wall time of each.
 
-Dahu scale (hours: 20 simulations of 8-17 min, then two of a 4,096-rank cluster):
+Dahu scale (hours: 20 simulations of 8-17 min, then two of a 4,096-rank cluster), in one
+go or in parts:
 
     .venv/bin/python benchmarks/population_dahu.py --json population_dahu.json
+    .venv/bin/python benchmarks/population_dahu.py --n 50000 --big-nodes 0 --json p50k.json
+    .venv/bin/python benchmarks/population_dahu.py --n 100000 --big-nodes 0 --json p100k.json
+    .venv/bin/python benchmarks/population_dahu.py --n --json p128.json     # part 2 only
 
 A check that it works (a few minutes): --tiny (4 nodes x 8 ranks, N = 4,000; 8 nodes).
 """
@@ -85,7 +89,7 @@ def main() -> None:
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="a model file with a dgemm population")
     ap.add_argument("--nodes", type=int, default=32)
     ap.add_argument("--ranks-per-node", type=int, default=32)
-    ap.add_argument("--n", type=int, nargs="+", default=[50000, 100000])
+    ap.add_argument("--n", type=int, nargs="*", default=[50000, 100000], help="sizes of part 1 (none: skip it)")
     ap.add_argument("--seeds", type=int, nargs="+", default=list(range(1, 11)))
     ap.add_argument("--big-nodes", type=int, default=128, help="0: skip part 2")
     ap.add_argument("--big-n", type=int, default=100000)
@@ -108,8 +112,9 @@ def main() -> None:
 
     platform = platform_of(args.nodes, args.ranks_per_node, work)
     p, q = grid(args.nodes * args.ranks_per_node)
-    print(f"1. {args.nodes} sampled nodes x {args.ranks_per_node} ranks ({p}x{q}), seeds {args.seeds}", flush=True)
-    print(f"{'N':>7} {'seed':>5} {'Gflops':>9} {'sim wall s':>11}", flush=True)
+    if args.n:
+        print(f"1. {args.nodes} sampled nodes x {args.ranks_per_node} ranks ({p}x{q}), seeds {args.seeds}", flush=True)
+        print(f"{'N':>7} {'seed':>5} {'Gflops':>9} {'sim wall s':>11}", flush=True)
     for n in args.n:
         config = dataclasses.replace(validation_config(n), p=p, q=q)
         values = []
