@@ -180,7 +180,8 @@ def _broken(pop_model: Path, tmp_path: Path, edit) -> Path:
      r"population\.dgemm\.temporal\.cpu: not positive definite"),
     (lambda p: p.__setitem__("spatial_scale", -1), r"population\.dgemm\.spatial_scale: must be at least 0"),
     (lambda p: p.__setitem__("center", [1, 2]), r"population\.dgemm\.center"),
-    (lambda p: p.__setitem__("noise_family", "mixture"), r"population\.dgemm\.noise_family"),
+    (lambda p: p.__setitem__("noise_family", "cauchy"), r"population\.dgemm\.noise_family"),
+    (lambda p: p.__setitem__("noise_family", "mixture"), r"population\.dgemm\.noise_shape: noise family mixture"),
 ])
 def test_a_bad_population_is_one_error_line_naming_the_field(pop_model, tmp_path, edit, field):
     bad = _broken(pop_model, tmp_path, edit)
