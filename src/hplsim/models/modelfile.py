@@ -518,16 +518,13 @@ def model_from_dict(doc: Any, source: str = "<model>") -> ModelFile:
 
 
 def _population(raw: Any) -> dict[str, Any]:
-    from hplsim.models.population import PopulationError, population_from_dict
+    from hplsim.models.population import population_from_dict
 
     if raw is None:
         return {}
     if not isinstance(raw, Mapping) or not raw:
         raise _Invalid("population: expected a mapping of kernel name -> population law")
-    try:
-        return {str(k): population_from_dict(str(k), v, f"population.{k}") for k, v in raw.items()}
-    except PopulationError as exc:
-        raise _Invalid(str(exc)) from None
+    return {str(k): population_from_dict(str(k), v, f"population.{k}") for k, v in raw.items()}
 
 
 def load_model(path: Path) -> ModelFile:

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from hplsim.models.modelfile import KERNEL_VARIABLES, Component, HostModel, KernelModel, ModelFile, Polynomial
+from hplsim.models.modelfile import _Invalid, _only
 from hplsim.models.modelfile import _law_to_dict as law_record
 
 #: The coefficients a population may describe: ``mean.TERM`` / ``sigma.TERM`` of the kernel's law.
@@ -34,8 +35,9 @@ _FIELDS = {"coefficients", "scale", "center", "spatial", "temporal", "noise_fami
            "cpus_per_host", *_SCALES, "fitted_on"}
 
 
-class PopulationError(ValueError):
-    """A population section that cannot be used; the message starts with the field's path."""
+#: A population section that cannot be used; the message starts with the field's path (the
+#: model file reader's own error, so that it reports it like any other field).
+PopulationError = _Invalid
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,9 +141,7 @@ def population_from_dict(kernel: str, raw: Any, where: str) -> Population:
         raise PopulationError(f"{where}: unknown kernel {kernel!r}")
     if not isinstance(raw, Mapping):
         raise PopulationError(f"{where}: expected a mapping (coefficients, center, spatial, temporal, ...)")
-    unknown = set(raw) - _FIELDS
-    if unknown:
-        raise PopulationError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    _only(raw, _FIELDS, where)
     if raw.get("scale", "log") != "log":
         raise PopulationError(f"{where}.scale: only 'log' is supported, got {raw.get('scale')!r}")
     coefs = raw.get("coefficients")
