@@ -8,6 +8,7 @@ the hostfile, HPL.dat and the model table.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
 from hplsim.hpl.options import HPL_OPTION_KEYS, hpl_options, params_from_options
 from hplsim.models.modelfile import ModelFile, load_model, write_runtime_table
+from hplsim.models.population import draw_cluster, with_variability
 from hplsim.outputs import check_dir, check_file, write_json
 from hplsim.platform.spec import Platform, load_platform
 from hplsim.presets import DEFAULT, PRESETS, get_preset
@@ -65,12 +67,14 @@ class Prediction:
     model: str
     model_digest: str
     breakdown: dict | None = None
+    sampled: dict | None = None  # a population model's draw: {"population": …, "sampled_hosts": […]}
     # What the folding costs the kernel, outside PSS (docs/predict.md, Memory).
     sim_mappings: int = 0
     sim_page_table_bytes: int = 0
 
     def to_dict(self) -> dict:
         extra = {"breakdown": self.breakdown} if self.breakdown is not None else {}
+        extra.update(self.sampled or {})
         return {
             **self.config.as_dict(),
             "label": self.config.label(),
@@ -218,7 +222,8 @@ def predict(
         work = check_dir(Path(keep_dir).resolve(), "the run folder (--keep)") if keep_dir else tmp
         (work / "platform.xml").write_text(platform.xml)
         (work / "hostfile").write_text("\n".join(used) + "\n")
-        write_runtime_table(model.model, used, work / "model.table")
+        drawn = draw_cluster(model.model, used, seed)
+        write_runtime_table(drawn.model, used, work / "model.table")
         # A negative threshold: HPL skips its residual check (the emulation computes nothing).
         write_hpl_dat(HplParams.from_config(config, threshold=-1.0), work / "HPL.dat")
         report = work / "kernels.txt"
@@ -239,7 +244,7 @@ def predict(
         time_s, gflops = _parse_result(out.stdout, config)
         split = (_breakdown(report.read_text() if report.exists() else "", time_s)
                  if breakdown or KERNEL_REPORT else None)
-        free = zero_cost_kernels(split, model.model, used) if split else []
+        free = zero_cost_kernels(split, drawn.model, used) if split else []
         if "dgemm" in free:
             raise HplsimError("every dgemm call's modelled duration is <= 0 s (clamped to 0): the model's dgemm law "
                               "is negative at the sizes HPL uses; check its coefficients")
@@ -252,11 +257,22 @@ def predict(
         pred = Prediction(
             config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
             platform.label, platform.digest(), model.label, model.digest, split if breakdown else None,
-            out.peak_maps, out.peak_page_table_bytes,
+            _sampled(model.model, drawn), out.peak_maps, out.peak_page_table_bytes,
         )
         if trace:
             write_run_trace(trace, work, pred.to_dict())
     return pred
+
+
+def _sampled(model: ModelFile, drawn) -> dict | None:
+    """What a population model drew for this run (the run's seed decides it)."""
+    if not model.population:
+        return None
+    return {
+        "population": {k: {"spatial_variability": p.spatial_scale, "temporal_variability": p.temporal_scale,
+                           "run_effect_log": drawn.runs.get(k, {})} for k, p in model.population.items()},
+        "sampled_hosts": drawn.hosts,
+    }
 
 
 # ------------------------------------------------------------------------------- CLI
@@ -317,6 +333,11 @@ def _format_breakdown(p: Prediction) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per configuration.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Also write the JSON results to this file.")
 @click.option("--keep", type=click.Path(path_type=Path), help="Keep the run directory (inputs, HPL output) here.")
+@click.option("--spatial-variability", type=float,
+              help="With a population model: scale the spread between nodes (0 = every node the mean node, "
+                   "1 = as fitted, 2 = twice as uneven).")
+@click.option("--temporal-variability", type=float,
+              help="With a population model: scale the run-to-run (day-to-day) spread, same scale.")
 @click.option("--breakdown", is_flag=True,
               help="Also report each rank's time split (modelled compute vs MPI) and the time per kernel.")
 @click.option("--trace", "trace_dir", type=click.Path(path_type=Path),
@@ -354,6 +375,9 @@ def predict_command(**opts) -> None:
         platform.label = f"builtin:{source.name}"
     model = (ModelSource.from_path(opts["model_path"]) if opts["model_path"]
              else ModelSource.from_path(source.model, f"builtin:{source.name}"))
+    if opts["spatial_variability"] is not None or opts["temporal_variability"] is not None:
+        model = dataclasses.replace(model, model=with_variability(model.model, opts["spatial_variability"],
+                                                                  opts["temporal_variability"]))
     configs = params.configs()
     if opts["output"]:
         check_file(opts["output"], "the results (-o)")

@@ -23,7 +23,7 @@ from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS
 from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, parse_pieces, to_model_file
 from hplsim.models.modelfile import KERNEL_VARIABLES, load_model, save_model
 from hplsim.models.piecewise import MIN_POINTS
-from hplsim.models.readers import DAHU_HOST_FORMAT, Measurements, check_values, read_measurements
+from hplsim.models.readers import DAHU_HOST_FORMAT, Measurements, check_values, classify, read_measurements
 from hplsim.models.selection import CRITERIA, DEFAULT_FOLDS, DEFAULT_TOLERANCE, parse_option
 
 # The built-in Dahu platform's cluster links (src/hplsim/data/dahu/platform.xml): the
@@ -206,6 +206,102 @@ def _markdown(t: pd.DataFrame) -> str:
     return "\n".join([head, sep, *rows])
 
 
+# ------------------------------------------------------------------------- population
+
+
+def _read_head(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, nrows=5)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError):
+        return pd.DataFrame()
+
+
+def run_population_fit(opts: dict[str, Any]) -> dict[str, Any]:
+    """``--per population``: a population law of dgemm from calibration histories or
+    archives (models/population_fit.py); the other kernels come from --base."""
+    from dataclasses import replace
+
+    from hplsim.models.modelfile import HostModel, ModelFile
+    from hplsim.models.population_fit import (
+        fit_population, holdout_check, marginal_widths, noise_shape, read_population_data,
+    )
+
+    kernels = [k.strip() for a in opts["kernels"] for k in a.split(",") if k.strip()] or ["dgemm"]
+    if len(kernels) != 1:
+        raise HplsimError("--per population fits one kernel (dgemm): give --kernel dgemm")
+    base = load_model(opts["base"]) if opts["base"] else None
+    base_law = base.default.kernels.get("dgemm") if base and base.default else None
+    histories, call_files = [], []
+    for path in opts["data"]:  # call files (dgemm_raw.csv) give the noise's shape, the rest the law
+        is_csv = Path(path).suffix.lower() == ".csv" and Path(path).is_file()
+        (call_files if is_csv and classify(_read_head(Path(path))) == "kernel" else histories).append(path)
+    if not histories:
+        raise HplsimError("--per population: no calibration history or archive among the data "
+                          "(call files such as dgemm_raw.csv only give the noise's shape)")
+    family = opts["population_noise"]
+    if family == "base":
+        # The history's residual sd says how wide the noise is, not its shape: keep the base's family.
+        family = base_law.family if base_law is not None and base_law.family in ("normal", "halfnormal") \
+            else "halfnormal"
+    shape = ()
+    if call_files:
+        calls = read_measurements(call_files, opts["host_format"]).kernels
+        calls = calls[calls["kernel"].isna() | (calls["kernel"] == "dgemm")]
+        shape = noise_shape(calls, opts["seed"])
+        _echo(f"dgemm noise shape from {len(calls)} calls: mixture of {len(shape)} (weight, shift, sd in units of "
+              "the drawn sigma): " + ", ".join(f"({w:.3f}, {m:+.3f}, {s:.3f})" for w, m, s in shape))
+    elif family == "mixture":
+        raise HplsimError("--population-noise mixture: give dgemm calls too (e.g. dgemm_raw.csv) to fit the "
+                          "mixture's shape")
+    table = read_population_data(histories)
+    fit = fit_population(table, kernels[0], family)
+    pop = replace(fit.population, noise_shape=shape)
+    for note in fit.notes:
+        _echo(f"note: {note}")
+    _echo(f"dgemm population: {pop.fitted_on['cpus']} CPUs of {pop.fitted_on['hosts']} hosts, "
+          f"{pop.fitted_on['runs']} runs, {pop.fitted_on['observations']} observations; log scale; noise {family}")
+    sd = {name: np.sqrt(np.diag(m)) for name, m in (("spatial", pop.spatial), ("run", pop.run), ("cpu", pop.cpu))}
+    _echo(f"  {'coefficient':<18}{'centre':>12}{'sd spatial':>12}{'sd run':>10}{'sd cpu-run':>12}")
+    for i, c in enumerate(pop.coefficients):
+        _echo(f"  {c:<18}{math.exp(pop.center[i]):>12.4g}{sd['spatial'][i]:>12.4f}{sd['run'][i]:>10.4f}"
+              f"{sd['cpu'][i]:>12.4f}")
+    held = None
+    if pop.fitted_on["cpus"] >= 4:
+        held = holdout_check(table, family, seed=opts["seed"])
+        widths = ", ".join(f"{c} x{lo:.3f}-{hi:.3f}" for c, (lo, hi) in held["widths"].items())
+        _echo(f"  held-out check: fitted on {held['train_cpus']} CPUs, {100 * held['coverage']:.1f} % of the other "
+              f"{held['held_out_cpus']} CPUs' {held['held_out_runs']} runs inside the 90 % predictive region "
+              f"(90 % intervals: {widths})")
+
+    hosts: dict[str, HostModel] = {}
+    if base:
+        for h, hm in base.hosts.items():  # hosts that keep a dgemm of their own would not be drawn
+            entry = HostModel({k: v for k, v in hm.kernels.items() if k != "dgemm"},
+                              [{k: v for k, v in c.items() if k != "dgemm"} for c in hm.cpus])
+            if entry.kernels or any(entry.cpus):
+                hosts[h] = entry
+    default = HostModel(dict(base.default.kernels), [{k: v for k, v in c.items() if k != "dgemm"}
+                                                     for c in base.default.cpus]) \
+        if base and base.default else HostModel()
+    default.kernels["dgemm"] = pop.center_model()  # what a tool that does not draw sees: the centre CPU
+    provenance = {"tool": f"hplsim {__version__} fit", "sources": [str(p) for p in opts["data"]],
+                  "kernels": {"dgemm": {"per": "population", "why": "hierarchical law on log M-1 coefficients"}}}
+    if opts["base"]:
+        provenance["base"] = str(opts["base"])
+    if held is not None:
+        provenance["holdout"] = {k: held[k] for k in ("coverage", "level", "train_cpus", "held_out_runs")}
+    model = ModelFile(default, hosts, f"dgemm population fitted by hplsim fit from "
+                                      f"{', '.join(_name(str(p)) for p in opts['data'])}", provenance,
+                      {"dgemm": pop})
+    save_model(model, opts["output"])
+    _echo(f"wrote {opts['output']}")
+    return {"kind": "population", "output": str(opts["output"]), "kernel": "dgemm",
+            "coefficients": list(pop.coefficients), "center": [float(v) for v in pop.center],
+            "sd": {k: [float(x) for x in v] for k, v in sd.items()}, "fitted_on": pop.fitted_on,
+            "noise_family": family, "noise_shape": [list(c) for c in shape], "notes": fit.notes, "holdout": held,
+            "widths": {c: list(w) for c, w in marginal_widths(pop).items()}}
+
+
 # ------------------------------------------------------------------------- network
 
 
@@ -355,9 +451,14 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
               help="Give the calls whose sizes meet the conditions a law of their own (the model file's pieces), "
                    "e.g. 'dgemm: n > m'; repeatable: the first piece that holds claims a call, the other calls "
                    "make the kernel's own law.")
-@click.option("--per", type=click.Choice(PER_LEVELS), default="auto", show_default=True,
+@click.option("--per", type=click.Choice([*PER_LEVELS, "population"]), default="auto", show_default=True,
               help="One model per CPU, per host, or none (pooled only); auto = the finest the data identify. "
-                   "The pooled fit is always written as the 'default' entry.")
+                   "The pooled fit is always written as the 'default' entry. population: a law of dgemm's "
+                   "coefficients across CPUs and runs, from calibration histories or archives (docs/population.md).")
+@click.option("--population-noise", type=click.Choice(["base", "normal", "halfnormal", "mixture"]), default="base",
+              show_default=True,
+              help="--per population: the drawn hosts' within-run noise family; base = the --base model's dgemm "
+                   "family (else halfnormal); mixture needs dgemm calls among the data (e.g. dgemm_raw.csv).")
 @click.option("--host-format", default=DAHU_HOST_FORMAT, show_default=True,
               help="Host name of data that give a node number instead of a host (the Dahu CSVs): {node}, "
                    "{node-1}, {node+1} are replaced. The default maps Dahu node i+1 to dahu-i.grid5000.fr, the "
@@ -403,6 +504,12 @@ def fit(**opts: Any) -> None:
     check_file(opts["output"], "the output (-o)")  # before the work, not after it
     if opts["report"]:
         check_dir(opts["report"], "the report (--report)")
+    if opts["per"] == "population":
+        summary = run_population_fit(opts)
+        if opts["as_json"]:
+            json.dump(_clean(summary), sys.stdout, indent=2, allow_nan=False)
+            sys.stdout.write("\n")
+        return
     host_format = opts["host_format"]
     opts["host_format_note"] = (f"data with a node number: host = {host_format!r}; cpu = CPU index within the host; "
                                 "a rank's CPU is its local rank modulo the number of CPUs listed")

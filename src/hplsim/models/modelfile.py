@@ -303,6 +303,9 @@ class ModelFile:
     hosts: dict[str, HostModel] = field(default_factory=dict)
     description: str = ""
     provenance: Any = None
+    #: kernel -> population law (models/population.py): hosts the file does not name for that
+    #: kernel get it drawn per run (`draw_cluster`) before the runtime table is written.
+    population: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, host: str, cpu: int) -> dict[str, KernelModel]:
         """Kernels of a rank on `host` running on its CPU `cpu` (CPU > host > default)."""
@@ -340,8 +343,9 @@ class ModelFile:
         def host(h: HostModel | None) -> HostModel | None:
             return None if h is None else HostModel(strip(h.kernels), [strip(c) for c in h.cpus])
 
+        population = {k: replace(p, noise_family="none") for k, p in self.population.items()}
         return ModelFile(host(self.default), {n: host(h) for n, h in self.hosts.items()},
-                         (self.description + " (noise removed)").strip(), self.provenance)
+                         (self.description + " (noise removed)").strip(), self.provenance, population)
 
     def check_hosts(self, hosts: list[str]) -> None:
         if self.default is None:
@@ -502,7 +506,7 @@ def model_from_dict(doc: Any, source: str = "<model>") -> ModelFile:
             raise _Invalid(f"'format' must be {FORMAT_NAME!r}")
         if doc.get("version") != FORMAT_VERSION:
             raise _Invalid(f"unsupported 'version' {doc.get('version')!r} (this hplsim reads {FORMAT_VERSION})")
-        unknown = set(doc) - {"format", "version", "description", "provenance", "default", "hosts"}
+        unknown = set(doc) - {"format", "version", "description", "provenance", "default", "hosts", "population"}
         if unknown:
             raise _Invalid(f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
         default = _host(doc["default"], "default") if doc.get("default") is not None else None
@@ -512,9 +516,20 @@ def model_from_dict(doc: Any, source: str = "<model>") -> ModelFile:
         hosts = {str(h): _host(v, f"hosts.{h}") for h, v in hosts_raw.items()}
         if default is None and not hosts:
             raise _Invalid("neither a 'default' entry nor any host")
+        population = _population(doc.get("population"))
     except _Invalid as exc:
         raise HplsimError(f"invalid model file {source}: {exc}") from None
-    return ModelFile(default, hosts, str(doc.get("description") or ""), doc.get("provenance"))
+    return ModelFile(default, hosts, str(doc.get("description") or ""), doc.get("provenance"), population)
+
+
+def _population(raw: Any) -> dict[str, Any]:
+    from hplsim.models.population import population_from_dict
+
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not raw:
+        raise _Invalid("population: expected a mapping of kernel name -> population law")
+    return {str(k): population_from_dict(str(k), v, f"population.{k}") for k, v in raw.items()}
 
 
 def load_model(path: Path) -> ModelFile:
@@ -577,6 +592,10 @@ def model_to_dict(model: ModelFile) -> dict:
         doc["default"] = _host_to_dict(model.default)
     if model.hosts:
         doc["hosts"] = {h: _host_to_dict(v) for h, v in model.hosts.items()}
+    if model.population:
+        from hplsim.models.population import population_to_dict
+
+        doc["population"] = {k: population_to_dict(p) for k, p in model.population.items()}
     return doc
 
 
@@ -642,8 +661,11 @@ def _sum_maps(*maps: dict[str, float]) -> dict[str, float]:
 def write_runtime_table(model: ModelFile, hosts: list[str], path: Path) -> None:
     """The model resolved per (host, CPU) for the C runtime (see csrc/kernel-models/README.md).
 
-    Only the hosts the run uses are written; ``*`` stands for every other host.
+    Only the hosts the run uses are written; ``*`` stands for every other host. A model
+    with a population is drawn first (`population.draw_cluster`).
     """
+    if model.population:
+        raise ValueError("a model with a population must be drawn (draw_cluster) before its runtime table is written")
     lines = [f"hplsim-runtime-model {RUNTIME_TABLE_VERSION}"]
     entries: list[tuple[str, HostModel | None]] = [(h, model.hosts[h]) for h in dict.fromkeys(hosts) if h in model.hosts]
     if model.default is not None:

@@ -119,6 +119,8 @@ def _kernel_table(df: pd.DataFrame, source: str, host_format: str) -> pd.DataFra
     out["cpu"] = pd.to_numeric(df["cpu"], errors="coerce") if "cpu" in df else np.nan
     if "order" in df:
         out["run"] = pd.to_numeric(df["order"], errors="coerce")
+    elif "jobid" in df:  # the published calls: the calibration job that measured them
+        out["run"] = pd.to_numeric(df["jobid"], errors="coerce")
     out["source"] = source
     out["row"] = df.index + 2  # line in a CSV file with one header line
     return out

@@ -94,7 +94,10 @@ def whatif_bars(df: pd.DataFrame, path: Path) -> None:
     labels = [f"{p}\n{m}" for p, m in zip(w["platform"], w["model"])]
     fig, ax = plt.subplots(figsize=(min(14, max(5, 1.0 * len(w) + 2)), 5))
     x = range(len(w))
-    ax.bar([i - 0.2 for i in x], w["best_gflops"], width=0.4, label="best configuration of the variant")
+    # error bars: the best configuration's spread across seeds (min to max)
+    spread = [w["best_gflops"] - w["best_min"], w["best_max"] - w["best_gflops"]]
+    ax.bar([i - 0.2 for i in x], w["best_gflops"], width=0.4, yerr=spread, capsize=3,
+           label="best configuration of the variant (bars: min-max over seeds)")
     same = [v if v is not None and not pd.isna(v) else 0 for v in w["reference_config_gflops"]]
     ax.bar([i + 0.2 for i in x], same, width=0.4, label="reference's best configuration")
     ax.set_xticks(list(x), labels, fontsize=7, rotation=30 if len(w) > 6 else 0, ha="right" if len(w) > 6 else "center")

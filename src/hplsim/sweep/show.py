@@ -61,13 +61,32 @@ def of_variant(confs: pd.DataFrame, key: tuple[str, str]) -> pd.DataFrame:
     return confs[(confs["platform_name"] == key[0]) & (confs["model_name"] == key[1])]
 
 
+def paired(df: pd.DataFrame, ref: tuple[str, str]) -> dict[tuple[str, str], float]:
+    """Per variant: the mean over every (HPL configuration, seed) it shares with the
+    reference of Gflops / reference Gflops - 1. With a population model the same seed is
+    the same sampled cluster, so this compares like with like, configuration by
+    configuration, and is steadier than the difference of the best configurations."""
+    ok = df[df["status"] == "ok"]
+    key = [*HPL_COLUMNS, "seed"]
+    base = ok[(ok["platform_name"] == ref[0]) & (ok["model_name"] == ref[1])].groupby(key)["gflops"].mean()
+    out = {}
+    for variant, group in ok.groupby(VARIANT, sort=False):
+        mine = group.groupby(key)["gflops"].mean()
+        common = mine.index.intersection(base.index)
+        if len(common):
+            out[variant] = float((mine[common] / base[common]).mean() - 1)
+    return out
+
+
 def what_if(df: pd.DataFrame) -> pd.DataFrame:
     """Per variant: its best configuration and Gflops, relative to the reference variant's
-    best, and the reference's best configuration run on that variant (same HPL parameters)."""
+    best, the reference's best configuration run on that variant (same HPL parameters), and
+    the paired mean ratio over every configuration and seed (`paired`)."""
     confs = configurations(df)
     if confs.empty:
         return pd.DataFrame()
     ref = reference_variant(df)
+    pairs = paired(df, ref)
     rows = []
     ref_best = of_variant(confs, ref)
     ref_row = ref_best.iloc[0] if not ref_best.empty else None
@@ -81,9 +100,10 @@ def what_if(df: pd.DataFrame) -> pd.DataFrame:
             same = float(match["mean"].iloc[0]) if not match.empty else None
         rows.append({
             "platform": key[0], "model": key[1], "configurations": len(group),
-            "best_gflops": float(best["mean"]), "best": describe(best),
+            "best_gflops": float(best["mean"]), "best_min": float(best["min"]), "best_max": float(best["max"]),
+            "seeds": int(best["seeds"]), "best": describe(best),
             "vs_reference": float(best["mean"]) / float(ref_row["mean"]) - 1 if ref_row is not None else None,
-            "reference_config_gflops": same,
+            "reference_config_gflops": same, "paired_vs_reference": pairs.get(key),
         })
     # The reference first, then the variants from best to worst.
     rows.sort(key=lambda r: ((r["platform"], r["model"]) != ref, -r["best_gflops"]))
@@ -146,10 +166,13 @@ def summary(df: pd.DataFrame, source: str, top: int = 10) -> str:
         for _, r in w.iterrows():
             vs = "" if r["vs_reference"] is None else f"{100 * r['vs_reference']:+.1f} %"
             same = "" if r["reference_config_gflops"] is None else f"{r['reference_config_gflops']:.4g}"
+            spread = f"{r['best_min']:.4g}-{r['best_max']:.4g}" if r["seeds"] > 1 else ""
+            pair = "" if r["paired_vs_reference"] is None else f"{100 * r['paired_vs_reference']:+.1f} %"
             rows.append([r["platform"], r["model"], str(r["configurations"]),
-                         f"{r['best_gflops']:.4g}", vs, same, r["best"]])
+                         f"{r['best_gflops']:.4g}", vs, spread, same, pair, r["best"]])
         lines += ["", f"What if (best configuration of each variant; reference: platform {ref[0]}, model {ref[1]})",
-                  _table(["platform", "model", "configs", "best Gflops", "vs ref", "ref's best here", "best"], rows)]
+                  _table(["platform", "model", "configs", "best Gflops", "vs ref", "seeds min-max", "ref's best here",
+                         "paired vs ref", "best"], rows)]
     if failed:
         lines += ["", f"{failed} failed run(s): hplsim sweep show {source} --failed"]
     return "\n".join(lines)

@@ -34,7 +34,8 @@ _PLATFORM_FIELDS = {"path", "ranks_per_host", "variations"}
 _PLATFORM_VARIATION_FIELDS = {"name", "bandwidth", "latency", "loopback_bandwidth", "nodes", "topology",
                               "fat_tree", "sharing_policy", "iprobe_reports"}
 _MODEL_FIELDS = {"path", "variations"}
-_MODEL_VARIATION_FIELDS = {"name", "speed", "drop_slowest", "noise"}
+_MODEL_VARIATION_FIELDS = {"name", "speed", "drop_slowest", "noise", "spatial_variability", "temporal_variability",
+                           "noise_family"}
 MAX_VALUES = 10_000  # per list: a typo in a range should fail here, not fill the disk
 
 
@@ -77,10 +78,15 @@ class ModelVariation:
     drop_percent: float | None = None
     drop_hosts: int | None = None
     noise: bool = True
+    spatial_variability: float | None = None  # a population model's spread scales (docs/population.md)
+    temporal_variability: float | None = None
+    noise_family: str | None = None  # a population model's within-run noise family
 
     @property
     def is_base(self) -> bool:
-        return not self.speed and self.drop_percent is None and self.drop_hosts is None and self.noise
+        return (not self.speed and self.drop_percent is None and self.drop_hosts is None and self.noise
+                and self.spatial_variability is None and self.temporal_variability is None
+                and self.noise_family is None)
 
 
 @dataclass(frozen=True)
@@ -346,9 +352,23 @@ def _model_variation(raw: Any, source: str, where: str) -> ModelVariation:
         noise = doc["noise"]
         if not noise:
             described["noise"] = "off"
+    scales: dict[str, float] = {}
+    for key in ("spatial_variability", "temporal_variability"):
+        if doc.get(key) is not None:
+            value = _number(doc[key], source, f"{where}.{key}")
+            if value < 0:
+                raise _fail(source, f"{where}.{key}", f"must be at least 0, got {doc[key]!r}")
+            scales[key] = value
+            described[key.split("_")[0]] = f"x{value:g}"
+    family = None
+    if doc.get("noise_family") is not None:
+        family = str(doc["noise_family"])
+        if family not in ("none", "normal", "halfnormal", "mixture"):
+            raise _fail(source, f"{where}.noise_family", f"{family!r} is not none, normal, halfnormal or mixture")
+        described["noise"] = family
     name = str(doc["name"]) if doc.get("name") is not None else (
         "; ".join(f"{k} {v}" for k, v in described.items()) or "base")
-    return ModelVariation(name, tuple(speed), drop_percent, drop_hosts, noise)
+    return ModelVariation(name, tuple(speed), drop_percent, drop_hosts, noise, noise_family=family, **scales)
 
 
 def _variations(raw: Any, source: str, where: str, parse) -> tuple:

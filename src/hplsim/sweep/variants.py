@@ -30,6 +30,7 @@ import yaml
 
 from hplsim.errors import HplsimError
 from hplsim.models.modelfile import Component, HostModel, KernelModel, ModelFile, Piece, Polynomial, save_model
+from hplsim.models.population import with_noise_family, with_variability
 from hplsim.platform.spec import (Platform, PlatformSpec, bandwidth, duration, fat_tree_leaves, platform_from_xml,
                                   spec_from_dict)
 from hplsim.predict import ModelSource
@@ -263,7 +264,7 @@ def scale_hosts(model: ModelFile, factors: dict[str, float]) -> ModelFile:
         ncpus = model.cpus_of(host)
         cpus = [{k: scale_kernel(m, 1.0 / speed) for k, m in model.resolve(host, c).items()} for c in range(ncpus)]
         hosts[host] = HostModel(kernels=cpus[0]) if ncpus == 1 else HostModel(cpus=cpus)
-    return ModelFile(model.default, hosts, model.description, model.provenance)
+    return dataclasses.replace(model, hosts=hosts)
 
 
 def host_dgemm_time(model: ModelFile, host: str) -> float:
@@ -328,6 +329,12 @@ def vary_model(base: ModelSource, platform: Platform, v: ModelVariation, workdir
         model = scale_hosts(model, factors)
     if not v.noise:
         model = model.without_noise()
+    if v.noise_family is not None:
+        model = with_noise_family(model, v.noise_family, f"{where}.noise_family")
+    varied = v.spatial_variability is not None or v.temporal_variability is not None or v.noise_family is not None
+    if v.spatial_variability is not None or v.temporal_variability is not None:
+        model = with_variability(model, v.spatial_variability, v.temporal_variability,
+                                 (f"{where}.spatial_variability", f"{where}.temporal_variability"))
     note = ""
     if v.drop_percent is not None or v.drop_hosts is not None:
         dropped = slowest_hosts(model, hosts, v.drop_percent, v.drop_hosts)
@@ -335,7 +342,7 @@ def vary_model(base: ModelSource, platform: Platform, v: ModelVariation, workdir
         platform = dataclasses.replace(platform, slots=[s for s in platform.slots if s not in gone], config=dict(platform.config))
         note = f"dropped {len(dropped)} slowest host(s): {', '.join(dropped)}"
         _store_platform(platform, workdir)
-    source = _store_model(model, workdir, base.label) if (v.speed or not v.noise) else base
+    source = _store_model(model, workdir, base.label) if (v.speed or not v.noise or varied) else base
     return source, platform, note
 
 
