@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from hplsim.errors import Interrupted
+from hplsim.errors import HplsimError, Interrupted
 
 _PR_SET_PDEATHSIG = 1
 _STALE = re.compile(r"^\.?hplsim-[a-z]+-(\d+)-")
@@ -85,6 +85,21 @@ def kill_group(proc: subprocess.Popen, grace: float = 0.0) -> None:
     _signal_group(proc.pid, signal.SIGKILL)
     if proc.returncode is None:
         proc.wait()
+
+
+@contextlib.contextmanager
+def killed_on_failure(proc: subprocess.Popen, timeout_message: str) -> Iterator[None]:
+    """Wait for `proc` inside the block: if the wait times out, or anything else goes wrong
+    (an interruption included), its whole process group is killed; a timeout becomes one
+    error line saying `timeout_message`."""
+    try:
+        yield
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise HplsimError(timeout_message) from None
+    except BaseException:
+        kill_group(proc)
+        raise
 
 
 def _raise(signum: int, frame: Any) -> None:

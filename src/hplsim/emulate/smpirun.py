@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hplsim.errors import HplsimError
-from hplsim.processes import kill_group, popen
+from hplsim.processes import killed_on_failure, popen
 
 # Options every emulated run needs: kernels are injected, the host's own computation is
 # not measured (deterministic results); dlopen privatization gives each rank its globals.
@@ -180,13 +180,9 @@ def run_smpirun(
     monitor = _PssMonitor(proc.pid)
     monitor.start()
     try:
-        stdout, stderr, peak_rss = _wait(proc, timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        raise HplsimError(f"simulation did not finish within {timeout:g} s (hung or too large); killed") from None
-    except BaseException:
-        kill_group(proc)
-        raise
+        late = f"simulation did not finish within {timeout:g} s (hung or too large); killed" if timeout else ""
+        with killed_on_failure(proc, late):
+            stdout, stderr, peak_rss = _wait(proc, timeout)
     finally:
         monitor.stop.set()
         monitor.join()

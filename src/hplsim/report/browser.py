@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hplsim.errors import HplsimError
-from hplsim.processes import kill_group, popen
+from hplsim.processes import killed_on_failure, popen
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 _CONSOLE = re.compile(r":CONSOLE(?:\(\d+\)|:\d+)\]\s*(.*)")
@@ -60,14 +60,8 @@ def open_page(page: Path, screenshot: Path | None = None, real_time_ms: int | No
         # Its own session: Chromium's helper processes go with it if it must be killed.
         proc = popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                      start_new_session=True)
-        try:
+        with killed_on_failure(proc, f"Chromium did not finish loading {page} within {timeout:g} s"):
             stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            raise HplsimError(f"Chromium did not finish loading {page} within {timeout:g} s") from None
-        except BaseException:
-            kill_group(proc)
-            raise
     console = [m.group(1) for line in stderr.splitlines() if (m := _CONSOLE.search(line))
                and not _DRIVER_NOISE.search(line)]
     if proc.returncode != 0 and not stdout:

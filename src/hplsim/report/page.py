@@ -19,7 +19,6 @@ from pathlib import Path
 import pandas as pd
 
 from hplsim import __version__
-from hplsim.errors import HplsimError
 
 MAX_TABLE_ROWS = 200  # a table longer than this shows its first rows and says so
 
