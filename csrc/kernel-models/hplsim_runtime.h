@@ -60,8 +60,6 @@ void hplsim_matrix_free(void *ptr);
 double *hplsim_row_sink(void);
 /* Whether `p` lies in one of this rank's matrices. */
 int hplsim_in_matrix(const void *p);
-/* Gives back whatever pages of the matrix something touched (rank 0, at each panel). */
-void hplsim_matrix_recycle(void);
 
 /* Maps `len` bytes at `addr` (page-aligned, inside a buffer that SMPI's shared malloc
  * folded) to one lazily mapped file shared by all ranks, in place of SMPI's one mapping

@@ -11,9 +11,8 @@
  * factorisation's own row swaps (HPL_dlocswp*, patched) write into a sink: the first
  * column of the rank's matrix (hplsim_row_sink). So the matrix is hardly touched, and
  * needs next to no memory: every rank maps one shared memory file, once and lazily (a page
- * exists only once something touches it). Whatever does touch it (the sink, messages of
- * the final solve into the right-hand side) is given back at each new panel: rank 0
- * punches the whole file, which frees its pages in every rank's mapping.
+ * exists only once something touches it). What does touch it — the sink, one column, and
+ * the final solve's vectors — is the same few pages of the shared file for every rank.
  *
  * Unlike SMPI's shared buffers, SMPI does not know this one: a message from or into the
  * matrix is really copied. In HPL only the solve's short vectors (HPL_pdtrsv) travel so;
@@ -50,7 +49,6 @@ typedef struct {
 static matrix mats[MAX_MATRICES];
 static int nmats;
 static int shared_fd = -1;
-static int world_rank = -1;
 
 static long process_id(void)
 {
@@ -126,8 +124,6 @@ void *hplsim_matrix(size_t size)
 {
   if (size == 0)
     return NULL;
-  if (world_rank < 0)
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   /* SMPI's own folding (one mapping per block), kept as the reference that tests compare
    * this one with: the predictions must be the same to the bit. */
   const char *how = getenv("HPLSIM_MATRIX");
@@ -175,15 +171,4 @@ int hplsim_in_matrix(const void *p)
     if ((const char *)p >= mats[i].base && (const char *)p < mats[i].base + mats[i].size)
       return 1;
   return 0;
-}
-
-void hplsim_matrix_recycle(void)
-{
-  if (nmats == 0 || world_rank != 0 || mats[0].smpi)
-    return;
-  int fd = matrix_fd();
-  struct stat st;
-  if (fstat(fd, &st) == 0 && st.st_blocks > 0 &&
-      fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size) != 0)
-    hplsim_fatal("releasing the folded matrix's pages failed: %s", strerror(errno));
 }

@@ -22,6 +22,7 @@ typedef struct {
 } buffer;
 
 static buffer pool[MAX_BUFFERS];
+static int npool;
 
 /* SMPI's shared malloc maps a folded range one block at a time (2 MiB with huge pages):
  * a panel of 8·NB·(N/P + N/Q) bytes is that many mappings (hundreds per rank for
@@ -34,7 +35,6 @@ static void refold(char *base, size_t lo, size_t hi)
   if (z > a)
     hplsim_fold_lazily((void *)a, z - a);
 }
-static int npool;
 
 /* Offset at which a request fits in `b`, or -1. */
 static long fit(const buffer *b, size_t size, size_t align, size_t off, size_t len)
@@ -49,8 +49,6 @@ static long fit(const buffer *b, size_t size, size_t align, size_t off, size_t l
 
 void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
 {
-  /* A new panel: give back the matrix pages that anything touched (matrix.c). */
-  hplsim_matrix_recycle();
   if (align == 0)
     align = sizeof(double);
   for (int i = 0; i < npool; i++) {
