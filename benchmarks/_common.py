@@ -63,9 +63,12 @@ def run_main(main: Callable[[], int | None]) -> None:
 
 
 def reference_data(explicit: str | None = None) -> Path:
-    """`reference_dir` for scripts that follow the error rule (run under `run_main`)."""
+    """`reference_dir` for scripts that follow the error rule (run under `run_main`); a
+    folder given that holds no ``dahu/`` is an error, not a fall-back."""
     from hplsim.errors import HplsimError
 
+    if explicit and not (Path(explicit) / "dahu").is_dir():
+        raise HplsimError(f"--data {explicit}: reference data not found (no dahu/ folder there)")
     try:
         return reference_dir(explicit)
     except SystemExit as exc:

@@ -48,7 +48,6 @@ from hplsim.errors import HplsimError, warn  # noqa: E402
 from hplsim.hpl.build import EMULATED, hpl_binary  # noqa: E402
 from hplsim.outputs import check_file, write_json  # noqa: E402
 from hplsim.presets import get_preset  # noqa: E402
-from hplsim.processes import run_dir  # noqa: E402
 from hplsim.sweep.executors import LocalExecutor  # noqa: E402
 from hplsim.sweep.plan import make_plan  # noqa: E402
 from hplsim.sweep.run import describe_task, work_dir  # noqa: E402
@@ -393,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             check_file(args.json, "the figures (--json)")
     spec = sweep_spec(args.n, grid, args.seed, sims, build)
+    # the preset's platform and model as they are: nothing is written into the work folder
+    plan, tasks = plan_runs(spec, sims, work_dir(store_path))
     if (args.n, grid) != (REAL_N, REAL_GRID):
         warn(f"the real runs and the authors' prediction are at N = {REAL_N:,} on {REAL_GRID[0]}x{REAL_GRID[1]}: "
              f"at N = {args.n:,} on {grid[0]}x{grid[1]} the errors compare different problems "
@@ -401,8 +402,6 @@ def main(argv: list[str] | None = None) -> int:
         f"seed {args.seed}); store {store_path}")
 
     if args.dry_run:
-        with run_dir("plan") as tmp:
-            _, tasks = plan_runs(spec, sims, tmp)
         stored: dict[str, str] = {}
         if store_path.exists():
             with ResultStore(store_path, create=False) as store:
@@ -416,7 +415,6 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(sims) - len(stored)} to run, {sum(s == 'failed' for s in stored.values())} failed before")
         return 0
 
-    plan, tasks = plan_runs(spec, sims, work_dir(store_path))
     with ResultStore(store_path) as store:
         stale = other_builds(store, {t.hash for t in tasks.values()}, build)
         if stale:
