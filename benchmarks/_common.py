@@ -73,3 +73,49 @@ def reference_data(explicit: str | None = None) -> Path:
         return reference_dir(explicit)
     except SystemExit as exc:
         raise HplsimError(str(exc.code)) from None
+
+
+# A results store's keys hold a run's configuration, seed, platform, model and hplsim's
+# version, not the build of the emulated HPL: the benchmarks that keep their runs in a
+# store name the default one after the build, and record the build in each sweep's text.
+BUILD_TAG = "emulated HPL build:"
+
+
+def emulated_build() -> str:
+    """The emulated HPL's build (its cache folder's name, a hash of its sources)."""
+    from hplsim.hpl.build import EMULATED, hpl_binary
+
+    return hpl_binary(EMULATED).parent.name
+
+
+def default_store(name: str, build: str) -> Path:
+    return REPO / "results" / f"{name}-{build}.sqlite"
+
+
+def stored_by_other_builds(store, hashes: set[str], build: str) -> int:
+    """How many of the `hashes` are stored as ok by a sweep whose text names another build
+    (or none: a sweep made by another tool)."""
+    import re
+
+    specs = {s["id"]: s["spec"] or "" for s in store.sweeps()}
+    count = 0
+    for r in store.runs("ok"):
+        if r["hash"] in hashes:
+            m = re.search(re.escape(BUILD_TAG) + r" (\S+)", specs.get(r["sweep_id"], ""))
+            count += not m or m.group(1) != build
+    return count
+
+
+def warn_other_builds(count: int, build: str) -> None:
+    if count:
+        from hplsim.errors import warn
+
+        warn(f"{count} stored run(s) were made by another build of the emulated HPL than {build} (the store's "
+             "keys do not hold it): they are reused as they are; give a new --store to run them again")
+
+
+def sweep_text(source: str, build: str, doc: dict) -> str:
+    """A benchmark's sweep spec as the store keeps it, with the build it ran."""
+    import yaml
+
+    return f"# {source}; {BUILD_TAG} {build}\n" + yaml.safe_dump(doc, sort_keys=False)

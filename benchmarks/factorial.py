@@ -37,15 +37,14 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
-import yaml
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, Parser, reference_data, run_main  # noqa: E402
+from _common import (REPO, Parser, default_store, emulated_build, reference_data, run_main,  # noqa: E402
+                     stored_by_other_builds, sweep_text, warn_other_builds)
 
 from hplsim.emulate.progress import RunBars  # noqa: E402
 from hplsim.errors import HplsimError, warn  # noqa: E402
-from hplsim.hpl.build import EMULATED, hpl_binary  # noqa: E402
 from hplsim.outputs import check_file, write_json  # noqa: E402
 from hplsim.presets import get_preset  # noqa: E402
 from hplsim.sweep.executors import LocalExecutor  # noqa: E402
@@ -64,7 +63,6 @@ REAL_N = 250_000
 REAL_GRID = (32, 32)
 WITHIN = 0.05
 SOURCE = "benchmarks/factorial.py"
-BUILD_TAG = "emulated HPL build:"  # how a sweep's spec text records the build (stale-store check)
 
 
 def label(key: Key) -> str:
@@ -206,8 +204,7 @@ def sweep_spec(n: int, grid: tuple[int, int], seed: int, keys: Iterable[Key], bu
     doc = {"name": "factorial", "hpl": hpl, "seeds": [seed],
            "platform": {"path": str(preset.platform), "ranks_per_host": preset.ranks_per_host},
            "model": {"path": str(preset.model)}}
-    text = f"# {SOURCE}; {BUILD_TAG} {build}\n" + yaml.safe_dump(doc, sort_keys=False)
-    return parse_spec(doc, SOURCE, REPO, text)
+    return parse_spec(doc, SOURCE, REPO, sweep_text(SOURCE, build, doc))
 
 
 def plan_runs(spec: SweepSpec, keys: Iterable[Key], workdir: Path):
@@ -217,18 +214,6 @@ def plan_runs(spec: SweepSpec, keys: Iterable[Key], workdir: Path):
         raise HplsimError(f"{plan.invalid[0].description}: {plan.invalid[0].reason}")
     by_key = {(t.config.bcast, t.config.depth, t.config.swap): t for t in plan.tasks}
     return plan, {k: by_key[k] for k in keys}
-
-
-def other_builds(store: ResultStore, hashes: set[str], build: str) -> int:
-    """Stored runs among `hashes` made by another build of the emulated HPL (or by a sweep
-    that did not record its build): the run's key does not hold the build."""
-    specs = {s["id"]: s["spec"] or "" for s in store.sweeps()}
-    count = 0
-    for r in store.runs("ok"):
-        if r["hash"] in hashes:
-            m = re.search(re.escape(BUILD_TAG) + r" (\S+)", specs.get(r["sweep_id"], ""))
-            count += not m or m.group(1) != build
-    return count
 
 
 def run_missing(plan, tasks: list[Task], store: ResultStore, jobs: int, retry_failed: bool, spec_text: str) -> None:
@@ -385,8 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     run_keys = {k: simulated_as(k, args.swap2_as_swap1) for k in shown}
     sims = sorted(set(run_keys.values()))
 
-    build = hpl_binary(EMULATED).parent.name
-    store_path = args.store or REPO / "results" / f"factorial-{build}.sqlite"
+    build = emulated_build()
+    store_path = args.store or default_store("factorial", build)
     if not args.dry_run:
         check_file(store_path, "the results store (--store)")
         if args.json:
@@ -416,11 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     with ResultStore(store_path) as store:
-        stale = other_builds(store, {t.hash for t in tasks.values()}, build)
-        if stale:
-            warn(f"{stale} stored run(s) of this selection were made by another build of the emulated HPL than "
-                 f"{build} (the store's keys do not hold it): they are reused as they are; give a new --store "
-                 "to run them again")
+        warn_other_builds(stored_by_other_builds(store, {t.hash for t in tasks.values()}, build), build)
         run_missing(plan, [tasks[k] for k in sims], store, args.jobs, args.retry_failed, spec.text)
         stored_rows = {r["hash"]: r for r in store.runs()}
 

@@ -191,3 +191,43 @@ def test_a_real_run_is_resumed_through_the_store(tmp_path):
     assert "5,128,1,2" in out.stdout and "(= run 5,128,1,1)" in out.stdout
     with ResultStore(store, create=False) as s:
         assert len(s.runs()) == 4 and [w["status"] for w in s.sweeps()] == ["done", "done"]
+
+
+# ------------------------------------------------------------- benchmarks/dahu_validation.py
+
+VALIDATION = REPO / "benchmarks" / "dahu_validation.py"
+
+
+def _load_validation():
+    spec = importlib.util.spec_from_file_location("dahu_validation_benchmark", VALIDATION)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_n_sweep_errors_of_issue_18s_table(dahu_dir):
+    """Issue 18's hplsim figures against the 2019-03 means: +10.8, +4.9, +5.9, +1.3 %; the
+    authors' D2_het on the same N: +1.7, -4.0, -0.7, -0.8 % (mean |error| 1.8 %)."""
+    dv = _load_validation()
+    real, d2 = dv.reality(dahu_dir), dv.paper(dahu_dir, "D2_het")
+    rows = [{"n": n, "gflops": g} for n, g in ((50000, 14181), (75000, 17402), (100000, 18878), (250000, 21242))]
+    s = dv.summarise(rows + [{"n": 50000, "gflops": 14181}], real, d2)  # a second seed, same figure
+    assert [round(s["errors_pct"][n], 1) for n in s["n"]] == [10.8, 4.9, 5.9, 1.3]
+    assert (s["worst_n"], s["within_5pct"]) == (50000, 2)
+    assert s["mean_abs_error_pct"] == pytest.approx((10.8 + 4.9 + 5.9 + 1.3) / 4, abs=0.05)
+    assert round(s["paper_d2_mean_abs_error_pct"], 1) == 1.8
+    assert dv.summarise([{"n": 2048, "gflops": 123.0}], real, d2) is None  # no real run at that N
+
+
+def test_the_n_sweep_dry_run_and_a_bad_option(tmp_path):
+    out = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--store", str(tmp_path / "v.sqlite")],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert [line.split()[0] for line in out.stdout.splitlines()[:-1]] == \
+        ["N=50000", "N=100000", "N=250000", "N=500000"]
+    assert out.stdout.splitlines()[-1].startswith("4 runs: 0 stored, 4 to run")
+    assert not (tmp_path / "v.sqlite").exists()
+    bad = subprocess.run([sys.executable, str(VALIDATION), "--jobs", "0"], capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert bad.returncode != 0 and bad.stderr.strip().splitlines() == ["hplsim: error: --jobs must be at least 1, got 0"]
