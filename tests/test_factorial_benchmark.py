@@ -231,3 +231,66 @@ def test_the_n_sweep_dry_run_and_a_bad_option(tmp_path):
     bad = subprocess.run([sys.executable, str(VALIDATION), "--jobs", "0"], capture_output=True, text=True,
                          timeout=600, cwd=tmp_path)
     assert bad.returncode != 0 and bad.stderr.strip().splitlines() == ["hplsim: error: --jobs must be at least 1, got 0"]
+
+
+def _live_with(token: str, wait_s: float = 10.0) -> list[str]:
+    """Processes whose environment holds `token` (every descendant of the command, in any
+    process group or session) that are not zombies (an orphan's zombie may wait for a
+    container's init to reap it), after giving them `wait_s` to end."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        live = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if token.encode() not in (proc / "environ").read_bytes():
+                    continue
+                state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                live.append(proc.name)
+        if not live or time.monotonic() > deadline:
+            return live
+        time.sleep(0.2)
+
+
+def test_an_interrupted_run_keeps_what_finished_and_resumes(tmp_path):
+    """SIGTERM after the first of four runs: exit 143, one line saying so, the finished run
+    stored and the sweep marked interrupted, no simulation left running; the same command
+    then runs only the rest. Runs of another build in the store are reported."""
+    import os
+    import signal
+    import sqlite3
+    import uuid
+
+    store = tmp_path / "s.sqlite"
+    args = [sys.executable, str(SCRIPT), "--n", "12000", "--grid", "2x2", "--configs", "0,0,0", "1,0,0", "3,0,0",
+            "--jobs", "1", "--store", str(store)]
+    token = f"HPLSIM_TEST_TOKEN={uuid.uuid4().hex}"
+    env = {**os.environ, token.split("=")[0]: token.split("=")[1]}
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "[1/4]" in line:
+            assert len(_live_with(token, wait_s=0)) >= 2  # the coordinator and its worker at least
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 143, "".join(seen) + rest
+    assert "stopped after 1 of 4 runs" in rest and rest.strip().splitlines()[-1] == "hplsim: interrupted by SIGTERM"
+    assert _live_with(token) == []  # the pool and its simulations are gone with it
+    with ResultStore(store, create=False) as s:
+        assert len(s.runs()) == 1 and [w["status"] for w in s.sweeps()] == ["interrupted"]
+
+    out = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "4 runs, 1 already stored; 3 to run" in out.stderr and "another build" not in out.stderr
+
+    with sqlite3.connect(store) as db:  # as if the runs had been made before a change to the emulation's C code
+        db.execute("UPDATE sweeps SET spec = replace(spec, 'build: hpl-emulated-', 'build: hpl-emulated-old')")
+    out = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "hplsim: warning: 4 stored run(s) were made by another build" in out.stderr
