@@ -119,3 +119,28 @@ def sweep_text(source: str, build: str, doc: dict) -> str:
     import yaml
 
     return f"# {source}; {BUILD_TAG} {build}\n" + yaml.safe_dump(doc, sort_keys=False)
+
+
+def prepare_store(name: str, store: Path | None, json_path: Path | None, dry_run: bool) -> tuple[str, Path]:
+    """(emulated build, store path): the default store named after the build; the store
+    and the JSON output checked writable before any simulation (not on a dry run, which
+    writes nothing)."""
+    from hplsim.outputs import check_file
+
+    build = emulated_build()
+    path = store or default_store(name, build)
+    if not dry_run:
+        check_file(path, "the results store (--store)")
+        if json_path:
+            check_file(json_path, "the figures (--json)")
+    return build, path
+
+
+def stored_statuses(path: Path, hashes) -> dict[str, str]:
+    """hash -> stored status, reading the store only if it exists (a dry run creates none)."""
+    from hplsim.sweep.store import ResultStore
+
+    if not path.exists():
+        return {}
+    with ResultStore(path, create=False) as store:
+        return store.statuses(hashes)

@@ -28,11 +28,11 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (REPO, Parser, default_store, emulated_build, reference_data, run_main,  # noqa: E402
-                     stored_by_other_builds, sweep_text, warn_other_builds)
+from _common import (REPO, Parser, prepare_store, reference_data, run_main,  # noqa: E402
+                     stored_by_other_builds, stored_statuses, sweep_text, warn_other_builds)
 
 from hplsim.errors import HplsimError  # noqa: E402
-from hplsim.outputs import check_file, write_json  # noqa: E402
+from hplsim.outputs import write_json  # noqa: E402
 from hplsim.platform.spec import IPROBE_REPORTS  # noqa: E402
 from hplsim.presets import get_preset  # noqa: E402
 from hplsim.processes import run_dir  # noqa: E402
@@ -131,12 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
     data = reference_data(args.data)
     real, d2 = reality(data), paper(data, "D2_het")
-    build = emulated_build()
-    store_path = args.store or default_store("dahu-validation", build)
-    if not args.dry_run:
-        check_file(store_path, "the results store (--store)")
-        if args.json:
-            check_file(args.json, "the rows (--json)")
+    build, store_path = prepare_store("dahu-validation", args.store, args.json, args.dry_run)
     spec = sweep_spec(ns, seeds, variants, args.iprobe_reports, build)
     with run_dir("plan") as tmp:  # a dry run writes nothing (the sweep writes its derived model again)
         plan = make_plan(spec, tmp if args.dry_run else work_dir(store_path), spec.timeout)
@@ -145,10 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     hashes = {t.hash for t in plan.tasks}
 
     if args.dry_run:
-        stored: dict[str, str] = {}
-        if store_path.exists():
-            with ResultStore(store_path, create=False) as store:
-                stored = store.statuses(hashes)
+        stored = stored_statuses(store_path, hashes)
         for t in plan.tasks:
             state = {"ok": "stored", "failed": "failed before"}.get(stored.get(t.hash, ""), "to run")
             print(f"N={t.config.n:<8} {plan.variants[t.variant].model_variation:<14} seed {t.seed:<4} {state}")
@@ -190,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{d2_text}")
     if args.json:
         write_json(args.json, {"rows": rows, "summary": summaries, "store": str(store_path), "build": build},
-                   "the rows (--json)")
+                   "the figures (--json)")
     return 0 if len(rows) == len(plan.tasks) else 1
 
 

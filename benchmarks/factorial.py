@@ -40,12 +40,12 @@ import pandas as pd
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (REPO, Parser, default_store, emulated_build, reference_data, run_main,  # noqa: E402
-                     stored_by_other_builds, sweep_text, warn_other_builds)
+from _common import (REPO, Parser, prepare_store, reference_data, run_main,  # noqa: E402
+                     stored_by_other_builds, stored_statuses, sweep_text, warn_other_builds)
 
 from hplsim.emulate.progress import RunBars  # noqa: E402
 from hplsim.errors import HplsimError, warn  # noqa: E402
-from hplsim.outputs import check_file, write_json  # noqa: E402
+from hplsim.outputs import write_json  # noqa: E402
 from hplsim.presets import get_preset  # noqa: E402
 from hplsim.sweep.executors import LocalExecutor  # noqa: E402
 from hplsim.sweep.plan import make_plan  # noqa: E402
@@ -370,12 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     run_keys = {k: simulated_as(k, args.swap2_as_swap1) for k in shown}
     sims = sorted(set(run_keys.values()))
 
-    build = emulated_build()
-    store_path = args.store or default_store("factorial", build)
-    if not args.dry_run:
-        check_file(store_path, "the results store (--store)")
-        if args.json:
-            check_file(args.json, "the figures (--json)")
+    build, store_path = prepare_store("factorial", args.store, args.json, args.dry_run)
     spec = sweep_spec(args.n, grid, args.seed, sims, build)
     # the preset's platform and model as they are: nothing is written into the work folder
     plan, tasks = plan_runs(spec, sims, work_dir(store_path))
@@ -387,10 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         f"seed {args.seed}); store {store_path}")
 
     if args.dry_run:
-        stored: dict[str, str] = {}
-        if store_path.exists():
-            with ResultStore(store_path, create=False) as store:
-                stored = store.statuses(t.hash for t in tasks.values())
+        stored = stored_statuses(store_path, [t.hash for t in tasks.values()])
         for k in shown:
             state = {"ok": "stored", "failed": "failed before"}.get(stored.get(tasks[run_keys[k]].hash, ""), "to run")
             borrowed = f" (= the run of {label(run_keys[k])})" if run_keys[k] != k else ""
