@@ -222,8 +222,9 @@ def run_missing(plan, tasks: list[Task], store: ResultStore, jobs: int, retry_fa
     reference is not one, hence this loop over the same plan, executor and store.)"""
     stored = store.statuses(t.hash for t in tasks)
     todo = [t for t in tasks if t.hash not in stored or (retry_failed and stored[t.hash] == "failed")]
+    already = sum(s == "ok" for s in stored.values())
     failed_before = sum(1 for t in tasks if stored.get(t.hash) == "failed" and t not in todo)
-    log(f"{len(tasks)} runs, {sum(s == 'ok' for s in stored.values())} already stored"
+    log(f"{len(tasks)} runs, {already} already stored"
         + (f", {failed_before} failed before (not retried: --retry-failed)" if failed_before else "")
         + f"; {len(todo)} to run" + (f", {min(jobs, len(todo))} at a time" if todo else ""))
     if not todo:
@@ -256,7 +257,7 @@ def run_missing(plan, tasks: list[Task], store: ResultStore, jobs: int, retry_fa
         raise
     finally:
         with contextlib.suppress(Exception):  # never hide the interruption behind a store error
-            store.end_sweep(sweep_id, SweepCounts(len(tasks), len(tasks) - len(todo), 0, ok, failed), status)
+            store.end_sweep(sweep_id, SweepCounts(len(tasks), already, 0, ok, failed), status)
 
 
 def log(message: str) -> None:
@@ -279,7 +280,7 @@ def table(rows: list[Row], pred: Mapping[Key, float], real: Mapping[Key, float],
           authors: Mapping[Key, float]) -> list[str]:
     have_ref = REFERENCE in pred
     head = (f"{'BCAST,NB,DEPTH,SWAP':<20}{'real mean ± sd':>17}{'hplsim':>9}{'authors':>9}{'abs err':>9}"
-            f"{'rel err':>9}{'authors rel':>12}{'sim wall s':>11}{'sim MB':>8}")
+            f"{'rel err':>9}{'authors rel':>12}{'sim wall s':>11}{'PSS MB':>8}")
     lines = [head, "-" * len(head)]
     for r in rows:
         m, k = r.measured, r.key
