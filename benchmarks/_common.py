@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
+import sys
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,3 +31,116 @@ def write_json(path: str | None, doc) -> None:
         tmp = Path(path).with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, indent=2) + "\n")
         tmp.replace(path)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the project's error rule: one ``hplsim: error:`` line, exit code 2
+    (argparse's own error prints the usage first)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"hplsim: error: {' '.join(message.split())}", file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
+def run_main(main: Callable[[], int | None]) -> None:
+    """A benchmark's entry point: an HplsimError is one ``hplsim: error:`` line and its
+    exit code, an interruption one line and 130 (or 128 + the signal), never a traceback."""
+    from hplsim.errors import HplsimError, Interrupted
+    from hplsim.processes import handle_signals
+
+    handle_signals()
+    try:
+        sys.exit(main() or 0)
+    except HplsimError as exc:
+        print(f"hplsim: error: {exc}", file=sys.stderr, flush=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("hplsim: interrupted", file=sys.stderr, flush=True)
+        sys.exit(130)
+    except Interrupted as exc:
+        print(f"hplsim: interrupted by {exc}", file=sys.stderr, flush=True)
+        sys.exit(128 + exc.signum)
+
+
+def reference_data(explicit: str | None = None) -> Path:
+    """`reference_dir` for scripts that follow the error rule (run under `run_main`); a
+    folder given that holds no ``dahu/`` is an error, not a fall-back."""
+    from hplsim.errors import HplsimError
+
+    if explicit and not (Path(explicit) / "dahu").is_dir():
+        raise HplsimError(f"--data {explicit}: reference data not found (no dahu/ folder there)")
+    try:
+        return reference_dir(explicit)
+    except SystemExit as exc:
+        raise HplsimError(str(exc.code)) from None
+
+
+# A results store's keys hold a run's configuration, seed, platform, model and hplsim's
+# version, not the build of the emulated HPL: the benchmarks that keep their runs in a
+# store name the default one after the build, and record the build in each sweep's text.
+BUILD_TAG = "emulated HPL build:"
+
+
+def emulated_build() -> str:
+    """The emulated HPL's build (its cache folder's name, a hash of its sources)."""
+    from hplsim.hpl.build import EMULATED, hpl_binary
+
+    return hpl_binary(EMULATED).parent.name
+
+
+def default_store(name: str, build: str) -> Path:
+    return REPO / "results" / f"{name}-{build}.sqlite"
+
+
+def stored_by_other_builds(store, hashes: set[str], build: str) -> int:
+    """How many of the `hashes` are stored as ok by a sweep whose text names another build
+    (or none: a sweep made by another tool)."""
+    import re
+
+    specs = {s["id"]: s["spec"] or "" for s in store.sweeps()}
+    count = 0
+    for r in store.runs("ok"):
+        if r["hash"] in hashes:
+            m = re.search(re.escape(BUILD_TAG) + r" (\S+)", specs.get(r["sweep_id"], ""))
+            count += not m or m.group(1) != build
+    return count
+
+
+def warn_other_builds(count: int, build: str) -> None:
+    if count:
+        from hplsim.errors import warn
+
+        warn(f"{count} stored run(s) were made by another build of the emulated HPL than {build} (the store's "
+             "keys do not hold it): they are reused as they are; give a new --store to run them again")
+
+
+def sweep_text(source: str, build: str, doc: dict) -> str:
+    """A benchmark's sweep spec as the store keeps it, with the build it ran."""
+    import yaml
+
+    return f"# {source}; {BUILD_TAG} {build}\n" + yaml.safe_dump(doc, sort_keys=False)
+
+
+def prepare_store(name: str, store: Path | None, json_path: Path | None, dry_run: bool) -> tuple[str, Path]:
+    """(emulated build, store path): the default store named after the build; the store
+    and the JSON output checked writable before any simulation (not on a dry run, which
+    writes nothing)."""
+    from hplsim.outputs import check_file
+
+    build = emulated_build()
+    path = store or default_store(name, build)
+    if not dry_run:
+        check_file(path, "the results store (--store)")
+        if json_path:
+            check_file(json_path, "the figures (--json)")
+    return build, path
+
+
+def stored_statuses(path: Path, hashes) -> dict[str, str]:
+    """hash -> stored status, reading the store only if it exists (a dry run creates none)."""
+    from hplsim.sweep.store import ResultStore
+
+    if not path.exists():
+        return {}
+    with ResultStore(path, create=False) as store:
+        return store.statuses(hashes)
