@@ -23,7 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": ("hplsim.validate.cli", "validate", "Calibrate, fit, predict and run for real; compare."),
     "check": ("hplsim.check.cli", "check", "Non-regression tests on calibration history."),
     "report": ("hplsim.report.build", "report_command", "One HTML page of traces, sweeps, models, checks, validations."),
-    "build": ("hplsim.hpl.build", "build_command", "Build the emulated and real HPL and the C tools."),
+    "build": ("hplsim.builds", "build_command", "Build the emulated and real HPL and the C tools."),
 }
 
 

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
+from hplsim.cbuild import publish
 from hplsim.errors import HplsimError
 from hplsim.hpl.build import REAL, Flavor, hpl_binary
 from hplsim.hpl.config import HplConfig
@@ -55,11 +56,7 @@ def _trace_object() -> Path:
         if proc.returncode != 0:
             lines = (proc.stderr or proc.stdout).strip().splitlines()
             raise HplsimError(f"building the kernel tracer failed: {lines[-1] if lines else 'no output'}")
-        try:
-            out.rename(dest)
-        except OSError:
-            if not obj.exists():  # else a concurrent builder won the race
-                raise
+        publish(out, dest, obj)
     return obj
 
 
