@@ -288,6 +288,9 @@ def test_docs_examples_run(tmp_path):
         assert r.returncode == 0, (cmd, r.stderr)
     assert (tmp_path / "tiny" / "validation.csv").exists()
     assert (tmp_path / "real.zip").exists()
+    # hplsim fit --method time-share refits validate's models from its archives, law for law
+    refit = load_model(tmp_path / "refit.yaml").default.kernels
+    assert refit == load_model(tmp_path / "tiny" / "model.yaml").default.kernels
 
 
 def test_design_uses_hpl_leading_dimension_and_covers_every_update_shape():
