@@ -6,14 +6,11 @@ computation, and its bad input."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from hplsim.calibrate.local import CalibrationSettings, calibrate_blas_for
 from hplsim.cli import run as hplsim_run
@@ -30,23 +27,21 @@ pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None or len(available_
 TRACED = HplConfig(n=768, nb=64, p=1, q=2)
 
 
-def hplsim(*args: object, cwd: Path) -> tuple[int, str, str]:
-    """hplsim's entry point in this process: (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    old = Path.cwd()
-    os.chdir(cwd)
-    try:
-        with runner.isolation() as (out, err, *_):
+@pytest.fixture
+def hplsim(tmp_path, monkeypatch, capsys):
+    """hplsim's entry point in this process, in tmp_path: (exit code, stdout, stderr)."""
+    monkeypatch.chdir(tmp_path)
+
+    def invoke(*args: object) -> tuple[int, str, str]:
+        try:
+            hplsim_run([str(a) for a in args])
             code = 0
-            try:
-                hplsim_run([str(a) for a in args])
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 1
-            sys.stdout.flush()
-            sys.stderr.flush()
-            return code, out.getvalue().decode(), err.getvalue().decode()
-    finally:
-        os.chdir(old)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return invoke
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +66,9 @@ def archive(tmp_path_factory) -> dict[str, list[Path]]:
     ("select", ["--option", "M1,N1", "--per", "none", "--kernel", "dgemm,dtrsm,idamax,dscal,HPL_dlaswp00N"]),
     ("time-share", []),
 ])
-def test_each_method_fits_every_kernel_of_a_real_archive(archive, tmp_path, method, extra):
+def test_each_method_fits_every_kernel_of_a_real_archive(archive, hplsim, tmp_path, method, extra):
     code, out, err = hplsim("fit", "--method", method, *archive["blas"], *archive["traces"], *extra, "--json",
-                            "-o", "m.yaml", cwd=tmp_path)
+                            "-o", "m.yaml")
     assert code == 0, err
     model = load_model(tmp_path / "m.yaml")
     kernels = model.default.kernels
@@ -97,15 +92,15 @@ def test_each_method_fits_every_kernel_of_a_real_archive(archive, tmp_path, meth
         assert {k.family for k in kernels.values()} == {"normal"}  # N1
 
 
-def test_time_share_gives_validates_laws(archive, tmp_path):
+def test_time_share_gives_validates_laws(archive, hplsim, tmp_path):
     """One path: `hplsim fit --method time-share` in two steps (every trace for the small
     kernels, then the calibration with the first trace for dgemm/dtrsm) gives exactly the
     laws `hplsim validate`'s fit writes from the same archives."""
     fit_models(archive["blas"], archive["traces"], tmp_path / "validate.yaml", seed=0)
-    code, _, err = hplsim("fit", "--method", "time-share", *archive["traces"], "-o", "traced.yaml", cwd=tmp_path)
+    code, _, err = hplsim("fit", "--method", "time-share", *archive["traces"], "-o", "traced.yaml")
     assert code == 0, err
     code, _, err = hplsim("fit", "--method", "time-share", *archive["blas"], archive["traces"][0],
-                          "--kernel", "dgemm,dtrsm", "--base", "traced.yaml", "-o", "cli.yaml", cwd=tmp_path)
+                          "--kernel", "dgemm,dtrsm", "--base", "traced.yaml", "-o", "cli.yaml")
     assert code == 0, err
     validate = load_model(tmp_path / "validate.yaml").default.kernels
     cli = load_model(tmp_path / "cli.yaml").default.kernels
@@ -114,14 +109,13 @@ def test_time_share_gives_validates_laws(archive, tmp_path):
         assert cli[kernel] == law, kernel
 
 
-def test_time_share_coefficients_match_an_independent_computation(archive, tmp_path):
+def test_time_share_coefficients_match_an_independent_computation(archive, hplsim, tmp_path):
     """dtrsm (no piece): the M-2 terms by non-negative least squares weighted by 1/duration
     (scipy directly, without the QR reduction the fit uses), times the weighted median over
     the archives of measured / fitted totals."""
     from scipy.optimize import nnls
 
-    code, _, err = hplsim("fit", "--method", "time-share", *archive["blas"], "--kernel", "dtrsm", "-o", "t.yaml",
-                          cwd=tmp_path)
+    code, _, err = hplsim("fit", "--method", "time-share", *archive["blas"], "--kernel", "dtrsm", "-o", "t.yaml")
     assert code == 0, err
     calls = read_measurements(archive["blas"]).kernels
     calls = calls[calls["kernel"] == "dtrsm"]
@@ -154,8 +148,8 @@ def test_time_share_coefficients_match_an_independent_computation(archive, tmp_p
     (["--per", "population"], "--per population is a law of its own"),
     (["--network"], "--method time-share fits kernels"),
 ])
-def test_time_share_refuses_what_it_cannot_do(archive, tmp_path, args, pattern):
-    code, _, err = hplsim("fit", "--method", "time-share", *archive["blas"], *args, "-o", "m.yaml", cwd=tmp_path)
+def test_time_share_refuses_what_it_cannot_do(archive, hplsim, tmp_path, args, pattern):
+    code, _, err = hplsim("fit", "--method", "time-share", *archive["blas"], *args, "-o", "m.yaml")
     lines = err.strip().splitlines()
     assert code != 0 and len(lines) == 1 and lines[0].startswith("hplsim: error: "), err
     assert pattern in lines[0]
