@@ -576,6 +576,7 @@ def fit(**opts: Any) -> None:
     \b
     hplsim fit dgemm_raw.csv --kernel dgemm --per cpu -o model.yaml
     hplsim fit calib.zip --option M2,N2 --report report/ -o model.yaml
+    hplsim fit dgemm.zip dtrsm.zip trace.zip --method time-share -o model.yaml
     hplsim fit mpi_calibration.csv --network --cluster dahu -o net.yaml
     """
     check_file(opts["output"], "the output (-o)")  # before the work, not after it
