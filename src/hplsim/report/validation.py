@@ -12,6 +12,7 @@ See docs/validate.md ("The table").
 from __future__ import annotations
 
 import json
+import os
 import socket
 import statistics
 from dataclasses import dataclass, field
@@ -146,6 +147,28 @@ class Report:
             out["runs"] = sum(len(r.steady_runs) for r in rows)
             out["steady_pct"] = STEADY_PCT
         return out
+
+    def add_real_runs(self, results: Sequence[RealResult], reference: float | None,
+                      probe_shape: tuple[int, int, int]) -> None:
+        """What the real runs met: the load before them and the other processes during them
+        (`load`), the machine probe around them, against the calibration's `reference`
+        (`probe`, whose `shape` is the probe's dgemm)."""
+        runs = [r for res in results for r in res.runs]
+        loads = [r.load_before for r in runs if r.load_before is not None]
+        others = [r.other_load for r in runs if r.other_load is not None]
+        if loads:
+            self.load = {"median": statistics.median(loads), "max": max(loads), "cores": os.cpu_count()}
+        if others:
+            self.load.update({"other_median": statistics.median(others), "other_max": max(others),
+                              "disturbed_runs": sum(o >= QUIET_LOAD for o in others), "runs": len(others)})
+        speeds = [r.probe for r in runs if r.probe is not None]
+        if speeds:
+            m, n, k = probe_shape
+            self.probe.update(shape=f"m={m} n={n} k={k}", runs=len(speeds), runs_median=statistics.median(speeds),
+                              runs_min=min(speeds), runs_max=max(speeds))
+            if reference:
+                self.probe.update({f"runs_{w}_pct": 100.0 * (self.probe[f"runs_{w}"] / reference - 1.0)
+                                   for w in ("median", "min", "max")})
 
     def to_dict(self) -> dict[str, Any]:
         target = self.summary(TARGET_MIN_N)

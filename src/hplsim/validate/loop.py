@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import socket
 import statistics
 import time
@@ -51,7 +50,7 @@ from hplsim.outputs import check_dir, write_json, write_text
 from hplsim.platform.local import fit_network_options, local_platform_spec
 from hplsim.real.run import DEFAULT_TIMEOUT_S, Launch, available_cores, check_configs, read_results, run_real
 from hplsim.real.trace import trace_kernels
-from hplsim.report.validation import QUIET_LOAD, Report, Row, calibration_drift, write_report
+from hplsim.report.validation import Report, Row, calibration_drift, write_report
 
 #: probes taken before, and again after, the first kernel calibration pass (one on each side of
 #: the later passes); the median of all of them is the reference
@@ -243,24 +242,8 @@ def validate_local(
     write_json(outdir / "predictions.json", [p.to_dict() for p in predictions.values()], "the predictions", indent=1)
     report.files["predictions"] = str(outdir / "predictions.json")
 
-    loads = [r.load_before for res in results for r in res.runs if r.load_before is not None]
-    others = [r.other_load for res in results for r in res.runs if r.other_load is not None]
-    if loads:
-        report.load = {"median": statistics.median(loads), "max": max(loads), "cores": os.cpu_count()}
-    if others:
-        report.load.update({"other_median": statistics.median(others), "other_max": max(others),
-                            "disturbed_runs": sum(o >= QUIET_LOAD for o in others), "runs": len(others)})
-
-    speeds = [r.probe for res in results for r in res.runs if r.probe is not None]
-    if speeds:
-        m, n, k = PROBE_SHAPE
-        report.probe.update(shape=f"m={m} n={n} k={k}", runs=len(speeds), runs_median=statistics.median(speeds),
-                            runs_min=min(speeds), runs_max=max(speeds))
-        if reference:
-            report.probe.update({f"runs_{w}_pct": 100.0 * (report.probe[f"runs_{w}"] / reference - 1.0)
-                                 for w in ("median", "min", "max")})
-
     # 6. compare
+    report.add_real_runs(results, reference, PROBE_SHAPE)
     for c, res in zip(configs, results):
         p = predictions[c]
         report.rows.append(Row(c, p.gflops, p.time_s, p.sim_wall_s, res, reference))
