@@ -29,9 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_json  # noqa: E402
 
-from hplsim.real.calibration import CalibrationSettings  # noqa: E402
-from hplsim.real.validate import (DEFAULT_MIN_SECONDS, default_configs, format_summary, format_table,  # noqa: E402
-                                  validate_local)
+from hplsim.calibrate.hpl_designs import default_configs  # noqa: E402
+from hplsim.calibrate.local import CalibrationSettings  # noqa: E402
+from hplsim.report.validation import format_summary, format_table  # noqa: E402
+from hplsim.validate.loop import DEFAULT_MIN_SECONDS, validate_local  # noqa: E402
 
 
 def main() -> None:

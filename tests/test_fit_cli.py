@@ -388,6 +388,8 @@ def test_docs_examples_run(dahu_dir, tmp_path):
         r = run_cli(*argv[1:], cwd=tmp_path)
         assert r.returncode == 0, (cmd, r.stderr)
     assert load_model(tmp_path / "model.yaml").hosts
+    time_share = load_model(tmp_path / "time-share.yaml")  # --method time-share: pooled means only
+    assert not time_share.hosts and time_share.default.kernels["dgemm"].family == "none"
     assert (tmp_path / "report" / "selection.md").exists()
     assert (tmp_path / "net-report" / "network-segments.csv").exists()
     assert "smpi" in yaml.safe_load((tmp_path / "my-cluster-calibrated.yaml").read_text())

@@ -18,7 +18,7 @@ from hplsim.calibrate.archive import read_archive
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
 from hplsim.hpl.output import parse_hpl_output
-from hplsim.real.run import Launch, RealRunError, available_cores, check_configs, run_real
+from hplsim.real.run import Launch, RealRunError, available_cores, check_configs, read_results, run_real
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -104,6 +104,18 @@ def test_run_real_repeat_archive(tmp_path):
     assert a.metadata["run"]["launcher"] == "local"
     assert "--bind-to" in a.metadata["run"]["argv_example"]
     assert a.log and a.log[0]["argv"][0] == "mpirun"
+    # the archive's reader (validate --reuse) gives back every run, and nothing for more
+    # repetitions or another configuration than it holds
+    configs = [HplConfig(n=1000, nb=nb, p=1, q=2) for nb in (32, 64)]
+    results = read_results(out, configs, 2)
+    assert results is not None and [len(res.runs) for res in results] == [2, 2]
+    by_order = table.set_index("order")
+    for res in results:
+        for run in res.runs:
+            assert run.config == res.config and by_order.loc[run.order, "nb"] == res.config.nb
+            assert run.gflops == by_order.loc[run.order, "gflops"] and run.residual_check == "PASSED"
+    assert read_results(out, configs, 3) is None
+    assert read_results(out, [HplConfig(n=1000, nb=128, p=1, q=2)], 1) is None
 
 
 @two_cores

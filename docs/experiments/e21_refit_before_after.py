@@ -4,8 +4,9 @@ from pathlib import Path
 import pandas as pd
 from hplsim.platform.spec import load_platform
 from hplsim.predict import ModelSource, predict
-from hplsim.real import calibration as cal
-from hplsim.real.validate import default_configs, describe
+from hplsim.calibrate.hpl_designs import default_configs
+from hplsim.models.time_share import fit_models
+from hplsim.report.validation import describe
 base = Path(sys.argv[1]); c = base / "calibration"
 real = pd.read_csv(base / "validation.csv").set_index("configuration")
 platform = load_platform(base / "platform.yaml")
@@ -13,7 +14,7 @@ variants = {"before": [c / "dgemm.zip"], "after": [c / "after-real-runs/dgemm.zi
             "both": [c / "dgemm.zip", c / "after-real-runs/dgemm.zip"]}
 for name, dg in variants.items():
     out = Path(f"/tmp/e22/{base.name}-{name}.yaml")
-    cal.fit_models(dg + [c / "dtrsm.zip"], c / "trace.zip", out, seed=0)
+    fit_models(dg + [c / "dtrsm.zip"], c / "trace.zip", out, seed=0)
     model = ModelSource.from_path(out)
     errs = {}
     for cf in default_configs():

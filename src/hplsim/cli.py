@@ -20,10 +20,10 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "predict": ("hplsim.predict", "predict_command", "Predict HPL's performance by emulating it on SimGrid/SMPI."),
     "sweep": ("hplsim.sweep.cli", "sweep", "Run many predictions (tuning, what-if) into a results store."),
     "run-real": ("hplsim.real.cli", "run_real", "Run the real HPL on this machine or an allocation."),
-    "validate": ("hplsim.real.validate", "validate", "Calibrate, fit, predict and run for real; compare."),
+    "validate": ("hplsim.validate.cli", "validate", "Calibrate, fit, predict and run for real; compare."),
     "check": ("hplsim.check.cli", "check", "Non-regression tests on calibration history."),
     "report": ("hplsim.report.build", "report_command", "One HTML page of traces, sweeps, models, checks, validations."),
-    "build": ("hplsim.hpl.build", "build_command", "Build the emulated and real HPL and the C tools."),
+    "build": ("hplsim.builds", "build_command", "Build the emulated and real HPL and the C tools."),
 }
 
 

@@ -12,6 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from hplsim.cbuild import compiler_version, publish
 from hplsim.errors import HplsimError
 from hplsim.paths import cache_dir, csrc_dir
 
@@ -40,21 +41,13 @@ def sources_dir() -> Path:
     return csrc_dir() / "calib"
 
 
-def _compiler_version(cc: str) -> str:
-    try:
-        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.splitlines()[0] if out.stdout else ""
-
-
 def build_key() -> str:
     h = hashlib.sha256()
     for path in sorted(sources_dir().glob("*.[ch]")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     for tool in TOOLS:
-        h.update(repr((tool.name, tool.cc, tool.flags, tool.libs, _compiler_version(tool.cc))).encode())
+        h.update(repr((tool.name, tool.cc, tool.flags, tool.libs, compiler_version(tool.cc))).encode())
     return h.hexdigest()[:16]
 
 
@@ -84,9 +77,5 @@ def build_calibration_tools(force: bool = False) -> dict[str, Path]:
             _compile(tool, out / tool.name)
         if force and dest.exists():
             shutil.rmtree(dest, ignore_errors=True)
-        try:
-            out.rename(dest)
-        except OSError:
-            if not all(p.exists() for p in paths.values()):  # else a concurrent builder won
-                raise
+        publish(out, dest, paths[TOOLS[-1].name])
     return paths

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from hplsim.cbuild import compiler_version, publish
 from hplsim.errors import HplsimError
 from hplsim.hpl import source
 from hplsim.paths import cache_dir, csrc_dir
@@ -70,14 +71,6 @@ EMULATED_TIMING = Flavor("emulated-timing", "smpicc", (*EMULATED.cflags, "-DHPL_
 REAL = Flavor("real", "mpicc", ("-O3", *COMMON_DEFINES), ("-lopenblas", "-lm"), False)
 
 
-def _tool_version(cc: str) -> str:
-    try:
-        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.splitlines()[0] if out.stdout else ""
-
-
 def _require(cc: str) -> None:
     if shutil.which(cc) is None:
         pkg = "libsimgrid-dev" if cc == "smpicc" else "libopenmpi-dev"
@@ -102,7 +95,7 @@ def _key(flavor: Flavor) -> str:
     for rel in files:
         h.update(rel.encode())
         h.update((csrc_dir() / rel).read_bytes())
-    h.update(repr((flavor, _tool_version(flavor.cc), BUILD_LAYOUT)).encode())
+    h.update(repr((flavor, compiler_version(flavor.cc), BUILD_LAYOUT)).encode())
     return h.hexdigest()[:16]
 
 
@@ -155,11 +148,7 @@ def _build(flavor: Flavor, dest: Path) -> None:
                   *[str(runtime / f) for f in SAMPLER_SOURCES], "-lm"], cwd=work)
             _run(["cc", "-O2", "-shared", "-fPIC", "-o", str(out / PRELOAD_LIBRARY),
                   str(csrc_dir() / PRELOAD_SOURCE), "-ldl"], cwd=work)
-        try:
-            out.rename(dest)
-        except OSError:
-            if not (dest / "xhpl").exists():  # a concurrent builder won the race otherwise
-                raise
+        publish(out, dest, dest / "xhpl")
 
 
 def hpl_binary(flavor: Flavor = EMULATED, quiet: bool = False) -> Path:
@@ -180,23 +169,3 @@ def sampler_binary() -> Path:
 def preload_library(binary: Path) -> Path:
     """The library preloaded into the simulation of `binary` (an emulated build)."""
     return binary.parent / PRELOAD_LIBRARY
-
-
-@click.command("build")
-@click.option("--only", type=click.Choice(["emulated", "real", "calibration"]), multiple=True,
-              help="Build only these (default: all).")
-def build_command(only: tuple[str, ...]) -> None:
-    """Build (or find in the cache) the emulated HPL, the real HPL and the calibration tools."""
-    wanted = set(only) or {"emulated", "real", "calibration"}
-    if "emulated" in wanted:
-        click.echo(f"emulated HPL: {hpl_binary(EMULATED)}")
-    if "real" in wanted:
-        click.echo(f"real HPL:     {hpl_binary(REAL)}")
-    if "calibration" in wanted:
-        try:
-            from hplsim.calibrate.tools import build_calibration_tools
-        except ImportError:
-            click.echo("calibration tools: not available in this version", err=True)
-        else:
-            for name, path in build_calibration_tools().items():
-                click.echo(f"{name}: {path}")

@@ -20,11 +20,21 @@ from hplsim.outputs import check_dir, check_file, write_text
 from hplsim import __version__
 from hplsim.errors import HplsimError, warn, with_warnings
 from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS
-from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, parse_pieces, to_model_file
-from hplsim.models.modelfile import KERNEL_VARIABLES, load_model, save_model
+from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, parse_pieces, pooled_model_file, to_model_file
+from hplsim.models.modelfile import CONDITION_VARIABLES, KERNEL_VARIABLES, load_model, save_model
 from hplsim.models.piecewise import MIN_POINTS
 from hplsim.models.readers import DAHU_HOST_FORMAT, Measurements, check_values, classify, read_measurements
 from hplsim.models.selection import CRITERIA, DEFAULT_FOLDS, DEFAULT_TOLERANCE, parse_option
+from hplsim.real.trace import TIMED_REGION
+
+#: the kernel fitting methods (--method), the default first
+FIT_METHODS = {
+    "select": "per CPU or host, a mean and a noise law chosen among --option's by cross-validation (--per, "
+              "--criterion); what the Dahu models use",
+    "time-share": "one mean law per kernel pooled over every CPU, no noise, weighted so that the fitted durations "
+                  "add up to the measured time, with dgemm's wide calls and the row swaps' aliased leading "
+                  "dimension as pieces: hplsim validate's fit, the one its closed loop validated (docs/fit.md)",
+}
 
 # The built-in Dahu platform's cluster links (src/hplsim/data/dahu/platform.xml): the
 # default reference for bw-factor / lat-factor when no platform is given.
@@ -79,19 +89,19 @@ def _small_sample_warning(kf: KernelFits) -> None:
              "measure more rows (hplsim calibrate --rows)")
 
 
-def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
+def _kernel_calls(meas: Measurements, opts: dict[str, Any]):
+    """The kernels to fit, their calls (checked), and the --piece conditions of each."""
     calls = meas.kernels
     kernels = _kernel_names(meas, opts["kernels"])
     if calls["kernel"].isna().all():
         if len(kernels) > 1:
             raise HplsimError("the data do not say which kernel each call is (no 'function' column): give one --kernel")
         calls = calls.assign(kernel=kernels[0])
-    option = parse_option(opts["option"])
     pieces = parse_pieces(opts["pieces"])
     for kernel in pieces:
         if kernel not in kernels:
             raise HplsimError(f"--piece for {kernel}, which is not fitted (kernels fitted: {', '.join(kernels)})")
-    fits: list[KernelFits] = []
+    each = {}
     for kernel in kernels:
         mine = calls[calls["kernel"] == kernel]
         if mine.empty:
@@ -102,6 +112,15 @@ def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
         if missing:
             raise HplsimError(f"{kernel} needs the size column(s) {', '.join(missing)}, absent from the data")
         check_values(mine, [*variables, "duration"], f"{kernel} calls")
+        each[kernel] = mine
+    return calls, each, pieces
+
+
+def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
+    calls, each, pieces = _kernel_calls(meas, opts)
+    option = parse_option(opts["option"])
+    fits: list[KernelFits] = []
+    for kernel, mine in each.items():
         _echo(f"{kernel}: {len(mine)} calls" + (" (comparing every option: this takes a while)"
                                                  if option is None or opts["report"] else ""))
         kf = fit_kernels(mine, kernel, option=option, per=opts["per"], criterion=opts["criterion"],
@@ -129,7 +148,63 @@ def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
     _echo(f"wrote {opts['output']}")
     if opts["report"]:
         _kernel_report(fits, calls, opts["report"])
-    return {"kind": "kernels", "output": str(opts["output"]), "kernels": [_kernel_json(kf) for kf in fits]}
+    return {"kind": "kernels", "method": "select", "output": str(opts["output"]),
+            "kernels": [_kernel_json(kf) for kf in fits]}
+
+
+def run_time_share_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
+    """``--method time-share``: one law per kernel pooled over every host and CPU, no noise
+    (models/time_share.py); --piece replaces a kernel's default pieces."""
+    from hplsim.models.time_share import default_pieces, fit_kernel
+    from hplsim.sysinfo import l1_set_span_bytes
+
+    if opts["per"] not in ("auto", "none"):
+        raise HplsimError(f"--method time-share fits one law per kernel pooled over every host and CPU: "
+                          f"--per {opts['per']} needs --method select")
+    if opts["report"]:
+        raise HplsimError("--report compares the options of --method select; --method time-share has one option "
+                          "(--json prints its fit)")
+    option = parse_option(opts["option"]) or ("M2", "N0")
+    if option[1] != "N0":
+        raise HplsimError(f"--method time-share fits the mean only (no noise): --option {option[0]},N0 or auto, "
+                          f"not {opts['option']}")
+    mean = option[0]
+    _, each, given = _kernel_calls(meas, opts)
+    span = max(1, l1_set_span_bytes() // 8)
+    models, summaries = {}, {}
+    if any(k not in given and "ld" in CONDITION_VARIABLES[k] for k in each):
+        _echo(f"note: the row swaps' calls where ld % {span} == 0 (the L1 set span of this host) get a law of "
+              "their own: fit on the machine that was measured, or give its pieces with --piece")
+    for kernel, mine in each.items():
+        pieces = [", ".join(c.text for c in conds) for conds in given[kernel]] if kernel in given \
+            else default_pieces(kernel, span)
+        models[kernel], s = fit_kernel(mine, kernel, pieces, mean, "hplsim fit")
+        summaries[kernel] = s
+        terms = ", ".join(f"{t} {v:.4g}" for t, v in s.terms.items())
+        _echo(f"{kernel}: {s.calls} calls, R² {_fmt(s.r2, 5)}, factor {s.factor:.4f} (sum of the fit "
+              f"{s.total_error_pct:+.2f} % before it): {terms}")
+        for piece in s.pieces:
+            terms = ", ".join(f"{t} {v:.4g}" for t, v in piece["mean"].items())
+            _echo(f"  where {piece['when']}: {piece['calls']} calls, R² {_fmt(piece['r2'], 5)}, factor "
+                  f"{piece['factor']:.4f}: {terms}")
+
+    base = load_model(opts["base"]) if opts["base"] else None
+    provenance = {
+        "tool": f"hplsim {__version__} fit",
+        "method": "time-share",
+        "sources": meas.sources,
+        "kernels": {k: {"mean": mean, "calls": s.calls, "factor": s.factor,
+                        **({"pieces": [p["when"] for p in s.pieces]} if s.pieces else {})}
+                    for k, s in summaries.items()},
+    }
+    if opts["base"]:
+        provenance["base"] = str(opts["base"])
+    model = pooled_model_file(models, base, description=f"fitted by hplsim fit --method time-share from "
+                              f"{', '.join(map(_name, meas.sources))}", provenance=provenance)
+    save_model(model, opts["output"])
+    _echo(f"wrote {opts['output']}")
+    return {"kind": "kernels", "method": "time-share", "output": str(opts["output"]),
+            "kernels": [{"kernel": k, **s.to_dict()} for k, s in summaries.items()]}
 
 
 def _name(source: str) -> str:
@@ -444,6 +519,8 @@ def run_network_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--kernel", "kernels", multiple=True,
               help="Kernel(s) to fit, e.g. dgemm or dgemm,dtrsm (default: every kernel in the data's "
                    "'function' column; required when the data have none, as dgemm_raw.csv).")
+@click.option("--method", type=click.Choice(list(FIT_METHODS)), default="select", show_default=True,
+              help="How kernel models are fitted. " + " ".join(f"{name}: {what}." for name, what in FIT_METHODS.items()))
 @click.option("--option", default="auto", show_default=True,
               help=f"Model: MEAN,NOISE with MEAN in {'/'.join(MEAN_OPTIONS)} and NOISE in {'/'.join(NOISE_OPTIONS)} "
                    "(e.g. M2,N2), or auto: the simplest option within --tolerance of the best CV error.")
@@ -499,12 +576,15 @@ def fit(**opts: Any) -> None:
     \b
     hplsim fit dgemm_raw.csv --kernel dgemm --per cpu -o model.yaml
     hplsim fit calib.zip --option M2,N2 --report report/ -o model.yaml
+    hplsim fit dgemm.zip dtrsm.zip trace.zip --method time-share -o model.yaml
     hplsim fit mpi_calibration.csv --network --cluster dahu -o net.yaml
     """
     check_file(opts["output"], "the output (-o)")  # before the work, not after it
     if opts["report"]:
         check_dir(opts["report"], "the report (--report)")
     if opts["per"] == "population":
+        if opts["method"] != "select":
+            raise HplsimError(f"--per population is a law of its own: not with --method {opts['method']}")
         summary = run_population_fit(opts)
         if opts["as_json"]:
             json.dump(_clean(summary), sys.stdout, indent=2, allow_nan=False)
@@ -514,6 +594,8 @@ def fit(**opts: Any) -> None:
     opts["host_format_note"] = (f"data with a node number: host = {host_format!r}; cpu = CPU index within the host; "
                                 "a rank's CPU is its local rank modulo the number of CPUs listed")
     meas = read_measurements(opts["data"], host_format)
+    # a traced HPL run's archive also times HPL's whole solve, once per rank: not a kernel call
+    meas.kernels = meas.kernels[meas.kernels["kernel"] != TIMED_REGION]
     for source, metadata in meas.metadata.items():
         status = metadata.get("status")
         if status not in (None, "complete"):
@@ -522,6 +604,8 @@ def fit(**opts: Any) -> None:
     has_kernels, has_network = not meas.kernels.empty, not meas.network.empty
     network = opts["network"] or (has_network and not has_kernels and not opts["kernels"])
     if network:
+        if opts["method"] != "select":
+            raise HplsimError(f"--method {opts['method']} fits kernels: the network has one fit (leave --method out)")
         if not has_network:
             raise HplsimError("--network: no MPI measurements in the data")
         if opts["kernels"]:
@@ -532,7 +616,7 @@ def fit(**opts: Any) -> None:
             raise HplsimError("no kernel calls in the data")
         if has_network:
             _echo("note: the MPI measurements in the data are not used; fit them with --network")
-        summary = run_kernel_fit(meas, opts)
+        summary = run_time_share_fit(meas, opts) if opts["method"] == "time-share" else run_kernel_fit(meas, opts)
     if opts["as_json"]:
         json.dump(_clean(with_warnings(summary)), sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")

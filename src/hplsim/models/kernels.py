@@ -16,7 +16,9 @@ import pandas as pd
 
 from hplsim.errors import HplsimError
 from hplsim.models.kernel_fit import KernelFit, fit_kernel
-from hplsim.models.modelfile import CONDITION_VARIABLES, KERNEL_VARIABLES, Condition, HostModel, ModelFile, Piece
+from hplsim.models.modelfile import (
+    CONDITION_VARIABLES, KERNEL_VARIABLES, Condition, HostModel, KernelModel, ModelFile, Piece,
+)
 from hplsim.models.selection import (
     ALL_OPTIONS, DEFAULT_FOLDS, DEFAULT_TOLERANCE, choose, compare, parse_option, pooled_table,
 )
@@ -181,6 +183,32 @@ def fit_kernels(
     return KernelFits(kernel, per, chosen, reason, pooled, fitted, host_pooled, tables, summary)
 
 
+def _start_from(base: ModelFile | None, kernels: Sequence[str]) -> tuple[HostModel, dict[str, HostModel]]:
+    """A copy of `base`'s default and hosts (empty without a base) in which `kernels` are
+    left to the new fit: dropped from every CPU of the default (a new pooled law must not
+    be shadowed by old per-CPU ones) and from every host (hosts the new fit does not cover
+    fall back to the new default), so that a kernel's laws all come from one calibration."""
+    default = HostModel(dict(base.default.kernels), [dict(c) for c in base.default.cpus]) if base and base.default \
+        else HostModel()
+    hosts: dict[str, HostModel] = {}
+    if base:
+        for h, hm in base.hosts.items():
+            hosts[h] = HostModel(dict(hm.kernels), [dict(c) for c in hm.cpus])
+    for kernel in kernels:
+        for cpu in default.cpus:
+            cpu.pop(kernel, None)
+        for h in hosts.values():
+            h.kernels.pop(kernel, None)
+            for cpu in h.cpus:
+                cpu.pop(kernel, None)
+    return default, hosts
+
+
+def _model_file(default: HostModel, hosts: dict[str, HostModel], description: str, provenance: Any) -> ModelFile:
+    hosts = {h: v for h, v in hosts.items() if v.kernels or any(v.cpus)}
+    return ModelFile(default=default, hosts=hosts, description=description, provenance=provenance)
+
+
 def to_model_file(fits: list[KernelFits], base: ModelFile | None = None, description: str = "",
                   provenance: Any = None) -> ModelFile:
     """The model file: `default` = the pooled fits; hosts (and their CPUs) = the group fits.
@@ -188,20 +216,9 @@ def to_model_file(fits: list[KernelFits], base: ModelFile | None = None, descrip
     With `base`, start from that model: the fitted kernels replace its entries (in its
     default and in every host the fit covers), the other kernels are kept.
     """
-    default = HostModel(dict(base.default.kernels), [dict(c) for c in base.default.cpus]) if base and base.default \
-        else HostModel()
-    hosts: dict[str, HostModel] = {}
-    if base:
-        for h, hm in base.hosts.items():
-            hosts[h] = HostModel(dict(hm.kernels), [dict(c) for c in hm.cpus])
+    default, hosts = _start_from(base, [kf.kernel for kf in fits])
     for kf in fits:
         default.kernels[kf.kernel] = kf.pooled.model
-        for cpu in default.cpus:
-            cpu.pop(kf.kernel, None)  # the new pooled fit must not be shadowed by old per-CPU ones
-        for h in hosts.values():  # hosts the new fit does not cover fall back to the new default
-            h.kernels.pop(kf.kernel, None)
-            for cpu in h.cpus:
-                cpu.pop(kf.kernel, None)
         if kf.per == "host":
             for (host, _), f in kf.groups.items():
                 hosts.setdefault(host, HostModel()).kernels[kf.kernel] = f.model
@@ -214,5 +231,14 @@ def to_model_file(fits: list[KernelFits], base: ModelFile | None = None, descrip
                 for c in range(ncpu):
                     f = kf.groups.get((host, c)) or kf.host_pooled[host]
                     entry.cpus[c][kf.kernel] = f.model
-    hosts = {h: v for h, v in hosts.items() if v.kernels or any(v.cpus)}
-    return ModelFile(default=default, hosts=hosts, description=description, provenance=provenance)
+    return _model_file(default, hosts, description, provenance)
+
+
+def pooled_model_file(models: dict[str, KernelModel], base: ModelFile | None = None, description: str = "",
+                      provenance: Any = None) -> ModelFile:
+    """The model file of laws pooled over every host and CPU (`hplsim fit --method
+    time-share`): `models` in the `default` entry, replacing those kernels everywhere in
+    `base`, whose other kernels are kept."""
+    default, hosts = _start_from(base, list(models))
+    default.kernels.update(models)
+    return _model_file(default, hosts, description, provenance)

@@ -626,6 +626,38 @@ def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun],
     return write_or_fallback(out, lambda p: w.write(p, meta, [*log.entries, *info_log.entries]), "the run archive")
 
 
+def read_results(path: Path, configs: Sequence[HplConfig], repeat: int) -> list[RealResult] | None:
+    """The results of `configs` in an archive `run_real` wrote (validate's --reuse), if it is
+    complete and holds every configuration at least `repeat` times; else None."""
+    from hplsim.calibrate.archive import read_archive
+
+    a = read_archive(path)
+    if a.status != "complete" or not a.has_table("hpl"):
+        return None
+    table = a.table("hpl")
+    fields = list(HplConfig.__dataclass_fields__)
+    out = []
+    for c in configs:
+        mine = table
+        for f in fields:
+            mine = mine[mine[f] == getattr(c, f)]
+        if len(mine) < repeat:
+            return None
+        res = RealResult(c)
+        for _, r in mine.iterrows():
+            res.runs.append(RealRun(c, int(r.repetition), int(r.order), float(r.time_s), float(r.gflops),
+                                    _number(r, "residual"), str(r.residual_check), float(r.wall_s),
+                                    float(r.start), _number(r, "load_before"), _number(r, "other_load"),
+                                    _number(r, "probe_before_gflops"), _number(r, "probe_after_gflops")))
+        out.append(res)
+    return out
+
+
+def _number(row: Any, column: str) -> float | None:
+    v = row.get(column, float("nan"))
+    return None if pd.isna(v) else float(v)
+
+
 def _params_of(configs: Sequence[HplConfig], threshold: float) -> HplParams:
     """One HPL.dat listing the configurations' values (for the record: a superset when the
     configurations are not a full product)."""

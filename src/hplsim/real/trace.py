@@ -14,11 +14,14 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Callable, Sequence
 
 import pandas as pd
 
+from hplsim.cbuild import publish
 from hplsim.errors import HplsimError
 from hplsim.hpl.build import REAL, Flavor, hpl_binary
+from hplsim.hpl.config import HplConfig
 from hplsim.paths import cache_dir, csrc_dir
 
 TRACE_SOURCE = "hpl-trace/hplsim_trace.c"
@@ -53,11 +56,7 @@ def _trace_object() -> Path:
         if proc.returncode != 0:
             lines = (proc.stderr or proc.stdout).strip().splitlines()
             raise HplsimError(f"building the kernel tracer failed: {lines[-1] if lines else 'no output'}")
-        try:
-            out.rename(dest)
-        except OSError:
-            if not obj.exists():  # else a concurrent builder won the race
-                raise
+        publish(out, dest, obj)
     return obj
 
 
@@ -82,3 +81,14 @@ def read_traces(directory: Path) -> pd.DataFrame:
     out = pd.concat(frames, ignore_index=True)
     out["side"] = out["side"].fillna("")
     return out
+
+
+def trace_kernels(traced: Sequence[HplConfig], out: Path, launch,
+                  progress: Callable[[str], None] | None = None) -> Path:
+    """Run the traced HPL once on each of `traced` (`calibrate.hpl_designs.trace_configs`);
+    the archive (kind hpl, with results/kernels.csv) is `out`."""
+    from hplsim.real.run import run_real
+
+    done = run_real(traced, launch, repeat=1, out=out, trace=True, progress=progress, keep_outputs=True)
+    assert done.archive is not None
+    return done.archive

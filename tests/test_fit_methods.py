@@ -1,0 +1,156 @@
+"""``hplsim fit --method``: each fitting method on a small real archive measured here (the
+calibration tool's dgemm/dtrsm calls and a traced real HPL run), the time-share method
+giving the laws `hplsim validate` fits (one path), its coefficients against an independent
+computation, and its bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hplsim.calibrate.local import CalibrationSettings, calibrate_blas_for
+from hplsim.cli import run as hplsim_run
+from hplsim.hpl.config import HplConfig
+from hplsim.models.modelfile import KERNEL_VARIABLES, load_model
+from hplsim.models.readers import read_measurements
+from hplsim.models.time_share import fit_models
+from hplsim.real.run import Launch, available_cores
+from hplsim.real.trace import trace_kernels
+
+pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None or len(available_cores()) < 2,
+                                reason="needs OpenMPI and 2 cores")
+
+TRACED = HplConfig(n=768, nb=64, p=1, q=2)
+
+
+@pytest.fixture
+def hplsim(tmp_path, monkeypatch, capsys):
+    """hplsim's entry point in this process, in tmp_path: (exit code, stdout, stderr)."""
+    monkeypatch.chdir(tmp_path)
+
+    def invoke(*args: object) -> tuple[int, str, str]:
+        try:
+            hplsim_run([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return invoke
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> dict[str, list[Path]]:
+    """Two calibration passes of dgemm/dtrsm with HPL's shapes (quick) and a traced real HPL
+    run after each: validate's layout, small."""
+    base = tmp_path_factory.mktemp("fit-methods")
+    cores = available_cores()[:2]
+    blas, traces = [], []
+    for i in range(2):
+        d = base / f"pass-{i}"
+        made = calibrate_blas_for([HplConfig(n=1000, nb=64, p=1, q=2)], d, cores, seed=i,
+                                  settings=CalibrationSettings.quick())
+        blas += [made["dgemm"], made["dtrsm"]]
+        traces.append(trace_kernels([TRACED], d / "trace.zip", Launch.choose("local")))
+    return {"blas": blas, "traces": traces}
+
+
+# select needs calls of at least two sizes per kernel: the traced run's dtrsv calls all have
+# n = NB, so it gets the kernels whose sizes vary; time-share fits whatever HPL called
+@pytest.mark.parametrize("method, extra", [
+    ("select", ["--option", "M1,N1", "--per", "none", "--kernel", "dgemm,dtrsm,idamax,dscal,HPL_dlaswp00N"]),
+    ("time-share", []),
+])
+def test_each_method_fits_every_kernel_of_a_real_archive(archive, hplsim, tmp_path, method, extra):
+    code, out, err = hplsim("fit", "--method", method, *archive["blas"], *archive["traces"], *extra, "--json",
+                            "-o", "m.yaml")
+    assert code == 0, err
+    model = load_model(tmp_path / "m.yaml")
+    kernels = model.default.kernels
+    # the trace's timed region (HPL_pdgesv) is not a kernel; every modelled kernel HPL called is
+    assert "HPL_pdgesv" not in kernels
+    assert {"dgemm", "dtrsm", "idamax", "dscal", "HPL_dlaswp00N"} <= set(kernels) <= set(KERNEL_VARIABLES)
+    if method == "time-share":
+        assert "dtrsv" in kernels
+    calls = read_measurements([*archive["blas"], *archive["traces"]]).kernels
+    dgemm = calls[calls["kernel"] == "dgemm"]
+    sizes = {v: dgemm[v].to_numpy(float) for v in ("m", "n", "k")}
+    predicted = kernels["dgemm"].predict(sizes)
+    # either law describes the measured calls: positive, and their total time within 50 %
+    assert (predicted > 0).all()
+    assert 0.5 < float(predicted.sum()) / float(dgemm["duration"].sum()) < 1.5
+    assert json.loads(out)["method"] == method
+    if method == "time-share":
+        assert model.provenance["method"] == "time-share"
+        assert {k.family for k in kernels.values()} == {"none"}  # means only
+    else:
+        assert {k.family for k in kernels.values()} == {"normal"}  # N1
+
+
+def test_time_share_gives_validates_laws(archive, hplsim, tmp_path):
+    """One path: `hplsim fit --method time-share` in two steps (every trace for the small
+    kernels, then the calibration with the first trace for dgemm/dtrsm) gives exactly the
+    laws `hplsim validate`'s fit writes from the same archives."""
+    fit_models(archive["blas"], archive["traces"], tmp_path / "validate.yaml", seed=0)
+    code, _, err = hplsim("fit", "--method", "time-share", *archive["traces"], "-o", "traced.yaml")
+    assert code == 0, err
+    code, _, err = hplsim("fit", "--method", "time-share", *archive["blas"], archive["traces"][0],
+                          "--kernel", "dgemm,dtrsm", "--base", "traced.yaml", "-o", "cli.yaml")
+    assert code == 0, err
+    validate = load_model(tmp_path / "validate.yaml").default.kernels
+    cli = load_model(tmp_path / "cli.yaml").default.kernels
+    assert set(cli) == set(validate)
+    for kernel, law in validate.items():
+        assert cli[kernel] == law, kernel
+
+
+def test_time_share_coefficients_match_an_independent_computation(archive, hplsim, tmp_path):
+    """dtrsm (no piece): the M-2 terms by non-negative least squares weighted by 1/duration
+    (scipy directly, without the QR reduction the fit uses), times the weighted median over
+    the archives of measured / fitted totals."""
+    from scipy.optimize import nnls
+
+    code, _, err = hplsim("fit", "--method", "time-share", *archive["blas"], "--kernel", "dtrsm", "-o", "t.yaml")
+    assert code == 0, err
+    calls = read_measurements(archive["blas"]).kernels
+    calls = calls[calls["kernel"] == "dtrsm"]
+    m, n, k = (calls[v].to_numpy(float) for v in ("m", "n", "k"))
+    y = calls["duration"].to_numpy(float)
+    X = np.column_stack([np.ones_like(m), m * n * k, n * k, m * k, m * n])
+    sw = np.sqrt(1.0 / np.maximum(y, max(np.median(y) * 1e-3, 1e-9)))
+    scale = np.linalg.norm(X * sw[:, None], axis=0)
+    coef = nnls(X * sw[:, None] / scale, y * sw, maxiter=5000)[0] / scale
+    fitted = X @ coef
+    ratios, weights = [], []
+    for source in sorted(set(calls["source"])):
+        mine = (calls["source"] == source).to_numpy()
+        ratios.append(y[mine].sum() / fitted[mine].sum())
+        weights.append(fitted[mine].sum())
+    order = np.argsort(ratios)
+    cum = np.cumsum(np.asarray(weights)[order])
+    factor = np.asarray(ratios)[order][np.searchsorted(cum, 0.5 * cum[-1])]
+    law = load_model(tmp_path / "t.yaml").default.kernels["dtrsm"]
+    names = ("intercept", "mnk", "nk", "mk", "mn")
+    got = law.mean.to_mapping()
+    for name, c in zip(names, coef * factor):
+        assert got.get(name, 0.0) == pytest.approx(c, rel=1e-6, abs=1e-18), name
+
+
+@pytest.mark.parametrize("args, pattern", [
+    (["--per", "cpu"], "--method time-share fits one law per kernel pooled over every host and CPU"),
+    (["--option", "M2,N2"], "--method time-share fits the mean only"),
+    (["--report", "r"], "--report compares the options of --method select"),
+    (["--per", "population"], "--per population is a law of its own"),
+    (["--network"], "--method time-share fits kernels"),
+])
+def test_time_share_refuses_what_it_cannot_do(archive, hplsim, tmp_path, args, pattern):
+    code, _, err = hplsim("fit", "--method", "time-share", *archive["blas"], *args, "-o", "m.yaml")
+    lines = err.strip().splitlines()
+    assert code != 0 and len(lines) == 1 and lines[0].startswith("hplsim: error: "), err
+    assert pattern in lines[0]
+    assert not (tmp_path / "m.yaml").exists()
