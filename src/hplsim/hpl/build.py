@@ -193,10 +193,7 @@ def build_command(only: tuple[str, ...]) -> None:
     if "real" in wanted:
         click.echo(f"real HPL:     {hpl_binary(REAL)}")
     if "calibration" in wanted:
-        try:
-            from hplsim.calibrate.tools import build_calibration_tools
-        except ImportError:
-            click.echo("calibration tools: not available in this version", err=True)
-        else:
-            for name, path in build_calibration_tools().items():
-                click.echo(f"{name}: {path}")
+        from hplsim.calibrate.tools import build_calibration_tools
+
+        for name, path in build_calibration_tools().items():
+            click.echo(f"{name}: {path}")
