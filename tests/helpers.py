@@ -35,14 +35,16 @@ class Result:
 def run_cli(*args: object, cwd: Path | None = None) -> Result:
     """``hplsim ARGS`` in this process, from folder `cwd` (default: the current one)."""
     runner = CliRunner()
-    old = Path.cwd()
+    old, old_argv = Path.cwd(), sys.argv
+    argv = [str(a) for a in args]
     if cwd is not None:
         os.chdir(cwd)
+    sys.argv = ["hplsim", *argv]  # what the program records as its command line
     try:
         with runner.isolation() as (out, err, *_):
             code = 0
             try:
-                hplsim_run([str(a) for a in args])
+                hplsim_run(argv)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             sys.stdout.flush()  # json.dump writes into the text wrapper's buffer
@@ -50,6 +52,7 @@ def run_cli(*args: object, cwd: Path | None = None) -> Result:
             return Result(code, out.getvalue().decode(), err.getvalue().decode())
     finally:
         os.chdir(old)
+        sys.argv = old_argv
 
 
 def invoke(args: list[str], cwd: Path) -> tuple[int, str, str]:

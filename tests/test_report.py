@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from docexamples import run_examples
+from docexamples import run_examples, run_python
 from hplsim.cli import main
 from hplsim.report.browser import open_page
 from test_sweep_run import hplsim
@@ -87,6 +87,13 @@ def test_acceptance_interface(doc_run, tmp_path, capsys):
         assert code == 0, err
         assert (tmp_path / f"{src}.html").stat().st_size > 4_000_000  # Plotly inlined
     assert {p.name for p in tmp_path.iterdir()} == {"trace.html", "whatif.sqlite.html", "model.yaml.html"}
+
+
+def test_trace_format_python_example(doc_run):
+    """docs/formats/trace.md's reader example, on the trace the report page's examples wrote."""
+    (space,) = run_python(REPO / "docs" / "formats" / "trace.md", doc_run, {"DIR": "trace"})
+    events = space["trace"].events
+    assert len(events) > 0 and events["rank"].nunique() == 16  # -P 4 -Q 4
 
 
 def test_dahu_history_verdicts_are_check_verdicts(dahu_dir, tmp_path, capsys):
