@@ -22,7 +22,7 @@ import yaml
 
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import format_hpl_dat
-from inprocess import invoke
+from helpers import invoke
 
 SMALL = ["-N", "500", "--nb", "64", "-P", "1", "-Q", "2"]
 

@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from conftest import REPO
-from docexamples import examples
+from docexamples import examples, run_python
+from helpers import assert_one_line_error, run_cli
 
 from hplsim.models.network import IPROBE_LATE_GAP
 from hplsim.calibrate import runner
@@ -56,8 +57,7 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> DocRun:
     assert len(commands) >= 10
     for command in commands:
         t0 = time.monotonic()
-        out = subprocess.run([*HPLSIM, *shlex.split(command)[1:]], cwd=run.dir, capture_output=True, text=True,
-                             timeout=600)
+        out = run_cli(*shlex.split(command)[1:], cwd=run.dir)
         assert out.returncode == 0, f"`{command}` failed: {out.stderr.strip()}"
         run.seconds[command] = time.monotonic() - t0
         run.stdout[command] = out.stdout
@@ -193,6 +193,15 @@ def test_same_seed_same_design(docs: DocRun) -> None:
     assert design.row.tolist() != sorted(design.row)  # shuffled
 
 
+def test_python_examples_read_the_doc_archive(docs: DocRun) -> None:
+    """The reader's examples (this page's and docs/formats/archive.md's) on d.zip."""
+    (here,) = run_python(DOC, docs.dir)
+    (fmt,) = run_python(REPO / "docs" / "formats" / "archive.md", docs.dir)
+    assert len(here["calls"]) == len(fmt["calls"]) > 0
+    assert (fmt["calls"]["gflops"] > 0).all() and fmt["a"].metadata["kind"] == "dgemm"
+    assert fmt["cpuinfo"] and fmt["a"].text(fmt["cpuinfo"][0]).strip()
+
+
 def test_other_doc_examples(docs: DocRun) -> None:
     check_blas_archive(docs.dir / "t.zip", 12, 1, len(os.sched_getaffinity(0)))
     t = read_archive(docs.dir / "t.zip").table("dtrsm")
@@ -240,23 +249,11 @@ def test_fitting_stage_reads_our_archives_and_dahu(docs: DocRun, dahu_dir: Path)
 
 def test_network_fit_of_our_archive_writes_the_probe_semantics(docs: DocRun, tmp_path: Path) -> None:
     out = tmp_path / "net.yaml"
-    r = subprocess.run([sys.executable, "-m", "hplsim.cli", "fit", str(docs.dir / "m.zip"), "--network",
-                        "--bandwidth", "10GBps", "--latency", "1us", "-o", str(out)],
-                       capture_output=True, text=True, timeout=300)
+    r = run_cli("fit", docs.dir / "m.zip", "--network", "--bandwidth", "10GBps", "--latency", "1us", "-o", out)
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(out.read_text())
     assert doc["mpi"] == {"iprobe_reports": "progressed"} and "smpi/bw-factor" in doc["smpi"]
     assert "probes late (median): iprobe_reports progressed" in r.stdout + r.stderr
-
-
-def test_archive_doc_python_example(docs: DocRun, monkeypatch: pytest.MonkeyPatch) -> None:
-    text = (REPO / "docs" / "formats" / "archive.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    blocks += re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
-    assert len(blocks) >= 2
-    monkeypatch.chdir(docs.dir)
-    for block in blocks:
-        exec(compile(block, "doc-example", "exec"), {})
 
 
 # ---------------------------------------------------------------- interruption
@@ -402,13 +399,8 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path: Path, argv: list[s
     (tmp_path / "ops.csv").write_text("operation,size\nsend,8\nbcast,8\n")
     before = set(tmp_path.iterdir())
     t0 = time.monotonic()
-    res = subprocess.run([*HPLSIM, *argv, "--out", "x.zip"] if argv[0] == "calibrate" else [*HPLSIM, *argv],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2, res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("hplsim: error: "), res.stderr
-    assert message in lines[0]
-    assert "Traceback" not in res.stderr
+    res = run_cli(*argv, *(["--out", "x.zip"] if argv[0] == "calibrate" else []), cwd=tmp_path)
+    assert_one_line_error(res, re.escape(message))
     assert set(tmp_path.iterdir()) == before  # nothing written
     assert time.monotonic() - t0 < 30
 
@@ -426,9 +418,9 @@ def test_metadata_yaml_is_plain(docs: DocRun) -> None:
 
 
 def test_data_warnings_reach_the_metadata(tmp_path: Path) -> None:
-    res = subprocess.run([*HPLSIM, "calibrate", "dgemm", "--rows", "2", "--anchors", "none", "--max-product", "1e4",
-                          "--cores", "0", "--warmup", "0", "--init", "constant", "--constant", "1e-310",
-                          "--seed", "1", "--out", "w.zip"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    res = run_cli("calibrate", "dgemm", "--rows", "2", "--anchors", "none", "--max-product", "1e4", "--cores", "0",
+                  "--warmup", "0", "--init", "constant", "--constant", "1e-310", "--seed", "1", "--out", "w.zip",
+                  cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     a = read_archive(tmp_path / "w.zip")
     assert a.metadata["status"] == "complete" and a.metadata["run"]["constant"] == 1e-310

@@ -432,18 +432,13 @@ def test_archives_are_summarised_one_row_per_host_and_cpu(tmp_path):
 
 
 @pytest.fixture
-def hplsim(capsys):
-    """Run the command line in this process (as the entry point: errors exit 2)."""
-    from hplsim.cli import main
+def hplsim():
+    """Run the command line in this process: (exit code, stdout, stderr)."""
+    from helpers import run_cli
 
     def run(*args):
-        try:
-            main([str(a) for a in args])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        out = capsys.readouterr()
-        return code, out.out, out.err
+        r = run_cli(*args)
+        return r.returncode, r.stdout, r.stderr
 
     return run
 

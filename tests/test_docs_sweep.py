@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from conftest import REPO
-from docexamples import run_examples
+from docexamples import run_examples, run_python
 
 
 def test_sweep_doc_examples_run(tmp_path):
@@ -28,3 +28,6 @@ def test_sweep_doc_examples_run(tmp_path):
     assert "330 runs planned" in dry.stdout
     assert "8 ok, 0 failed" in submitit.stderr
     assert not (tmp_path / "machine.sqlite").exists()
+    # the results store's Python example (docs/formats/results-store.md) on this store
+    (store,) = run_python(REPO / "docs" / "formats" / "results-store.md", tmp_path)
+    assert len(store["runs"]) == 32 and store["best"]["gflops"] == max(r["gflops"] for r in runs)

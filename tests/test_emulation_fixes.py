@@ -44,13 +44,26 @@ def test_empty_operands_take_the_blas_quick_return(tmp_path):
     assert out["idamax_value"] == "2 0.5"
 
 
-def _predict(config: HplConfig, busy_wait: str | None, breakdown: bool = False) -> Prediction:
+_RUNS: dict[tuple, Prediction] = {}
+
+
+def _predict(config: HplConfig, busy_wait: str | None) -> Prediction:
+    """The default Dahu platform and models, seed 4, with the breakdown (which changes
+    nothing in the run: test_predict.py). A run that several tests compare against is
+    simulated once: the key holds everything the run depends on here, SimGrid's base
+    options included (one test changes them)."""
+    from hplsim.emulate import smpirun
+
+    key = (config, busy_wait, tuple(sorted(smpirun.BASE_CONFIG.items())))
+    if key in _RUNS:
+        return _RUNS[key]
     old = os.environ.pop("HPLSIM_BUSY_WAIT", None)
     if busy_wait:
         os.environ["HPLSIM_BUSY_WAIT"] = busy_wait
     try:
         platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
-        return predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=4, breakdown=breakdown)
+        _RUNS[key] = predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=4, breakdown=True)
+        return _RUNS[key]
     finally:
         os.environ.pop("HPLSIM_BUSY_WAIT", None)
         if old is not None:
@@ -69,8 +82,8 @@ def test_busy_waits_end_when_polling_would(bcast):
 def test_update_loop_hints_end_busy_waits_with_fewer_probes():
     """E15: HPL's loops that only poll say so, and their first failed probe ends the wait."""
     config = HplConfig(n=6000, nb=64, p=4, q=8, bcast=1, depth=1, pfact=1, rfact=2, swap=0)
-    hinted = _predict(config, None, breakdown=True).breakdown["probes"]
-    polled = _predict(config, "poll", breakdown=True).breakdown["probes"]
+    hinted = _predict(config, None).breakdown["probes"]
+    polled = _predict(config, "poll").breakdown["probes"]
     assert hinted["busy_waits_hinted"] > 0 and polled["busy_waits_hinted"] == 0
     assert hinted["real"] < polled["real"] / 2
 
@@ -86,7 +99,7 @@ def test_probes_between_swap_steps_are_not_taken_for_a_busy_wait(config):
     panel while a swap partner waited for it: these runs deadlocked (the 8×4 one was
     found by the population studies). Only HPL's loops that do nothing but poll end a
     wait now."""
-    p = _predict(config, None, breakdown=True)
+    p = _predict(config, None)
     assert p.gflops > 0 and p.breakdown["probes"]["busy_waits_hinted"] > 0
 
 

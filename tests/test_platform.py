@@ -72,15 +72,13 @@ def test_published_dahu_xml_hosts():
 
 
 def test_platform_command_writes_xml_and_hostfile(tmp_path):
-    import subprocess
-    import sys
-
     import yaml
+
+    from helpers import run_cli
 
     spec = tmp_path / "p.yaml"
     spec.write_text(yaml.safe_dump({"nodes": 3, "cores_per_node": 2}))
-    out = subprocess.run([sys.executable, "-m", "hplsim.cli", "platform", str(spec), "-o", str(tmp_path / "o")],
-                         capture_output=True, text=True)
+    out = run_cli("platform", spec, "-o", tmp_path / "o")
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "o" / "hostfile").read_text().split() == ["node-0", "node-0", "node-1", "node-1",
                                                                  "node-2", "node-2"]
@@ -88,8 +86,7 @@ def test_platform_command_writes_xml_and_hostfile(tmp_path):
     assert "note" not in out.stdout
     # the probe semantics has no place in SimGrid's XML: say so rather than lose it silently
     spec.write_text(yaml.safe_dump({"nodes": 3, "cores_per_node": 2, "mpi": {"iprobe_reports": "progressed"}}))
-    out = subprocess.run([sys.executable, "-m", "hplsim.cli", "platform", str(spec), "-o", str(tmp_path / "o")],
-                         capture_output=True, text=True)
+    out = run_cli("platform", spec, "-o", tmp_path / "o")
     assert out.returncode == 0 and "iprobe_reports: progressed is not in the XML" in out.stdout
 
 

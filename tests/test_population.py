@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,20 +21,10 @@ from hplsim.models.population_fit import (
     HISTORY_METRICS, coverage, fit_population, holdout_check, read_population_data,
 )
 
+from helpers import assert_one_line_error, run_cli
+
 REPO = Path(__file__).resolve().parents[1]
-HPLSIM = [sys.executable, "-m", "hplsim.cli"]
 BASE = REPO / "src" / "hplsim" / "data" / "dahu" / "model.yaml"
-
-
-def run_cli(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([*HPLSIM, *map(str, args)], capture_output=True, text=True, timeout=600)
-
-
-def assert_one_line_error(r: subprocess.CompletedProcess, pattern: str) -> None:
-    assert r.returncode == 2, (r.returncode, r.stderr)
-    lines = [line for line in r.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("hplsim: error: "), r.stderr
-    assert re.search(pattern, lines[0]), lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,11 @@ in a real emulation every rank gets its own host's and CPU's model."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from hplsim.models.modelfile import load_model, model_to_dict
 from hplsim.presets import DEFAULT, dahu
+from helpers import run_cli
 
 
 def test_shipped_model_is_the_conversion_of_the_published_csv(dahu_dir):
@@ -18,15 +15,11 @@ def test_shipped_model_is_the_conversion_of_the_published_csv(dahu_dir):
     assert dahu.PLATFORM_XML.read_text() == (dahu_dir / "dahu_platform.xml").read_text()
 
 
-def test_every_rank_gets_its_cpu_model(tmp_path):
+def test_every_rank_gets_its_cpu_model(tmp_path, monkeypatch):
     """64 ranks on two Dahu nodes: ranks 0-31 on dahu-0, 32-63 on dahu-1; even local
     ranks on CPU 0, odd on CPU 1 (as in the real runs)."""
-    env = {**os.environ, "HPLSIM_REPORT_MAPPING": "1"}
-    out = subprocess.run(
-        [sys.executable, "-m", "hplsim.cli", "predict", "-N", "2000", "--nb", "64", "-P", "8", "-Q", "8",
-         "--keep", str(tmp_path / "run")],
-        capture_output=True, text=True, env=env, timeout=300,
-    )
+    monkeypatch.setenv("HPLSIM_REPORT_MAPPING", "1")
+    out = run_cli("predict", "-N", "2000", "--nb", "64", "-P", "8", "-Q", "8", "--keep", tmp_path / "run")
     assert out.returncode == 0, out.stderr
     stderr = (next((tmp_path / "run").iterdir()) / "stderr.txt").read_text()
     rows = [line.split()[1:] for line in stderr.splitlines() if line.startswith("HPLSIM_MAPPING")]

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from docexamples import run_examples
-from hplsim.cli import main
+from docexamples import run_examples, run_python
+from helpers import run_cli
 from hplsim.report.browser import open_page
 from test_sweep_run import hplsim
 
@@ -25,15 +25,10 @@ SECTIONS = {"trace": ["gantt", "breakdown", "chain", "phases", "kernels"],
             "check": ["verdicts", "control"]}
 
 
-def report_in_process(capsys, *args: str) -> tuple[int, str]:
+def report_in_process(*args: str) -> tuple[int, str]:
     """`hplsim report ARGS` through the CLI's own entry point, in this process (fast)."""
-    capsys.readouterr()
-    try:
-        main(["report", *args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    return code, capsys.readouterr().err
+    r = run_cli("report", *args)
+    return r.returncode, r.stderr
 
 
 @pytest.fixture(scope="module")
@@ -81,36 +76,40 @@ def test_a_broken_figure_shows_on_the_console(doc_run, tmp_path):
     assert any("SyntaxError" in m for m in view.console), view.console
 
 
-def test_acceptance_interface(doc_run, tmp_path, capsys):
+def test_acceptance_interface(doc_run, tmp_path):
     for src in ("trace", "whatif.sqlite", "model.yaml"):
-        code, err = report_in_process(capsys, str(doc_run / src), "-o", str(tmp_path / f"{src}.html"))
+        code, err = report_in_process(str(doc_run / src), "-o", str(tmp_path / f"{src}.html"))
         assert code == 0, err
         assert (tmp_path / f"{src}.html").stat().st_size > 4_000_000  # Plotly inlined
     assert {p.name for p in tmp_path.iterdir()} == {"trace.html", "whatif.sqlite.html", "model.yaml.html"}
 
 
-def test_dahu_history_verdicts_are_check_verdicts(dahu_dir, tmp_path, capsys):
+def test_trace_format_python_example(doc_run):
+    """docs/formats/trace.md's reader example, on the trace the report page's examples wrote."""
+    (space,) = run_python(REPO / "docs" / "formats" / "trace.md", doc_run, {"DIR": "trace"})
+    events = space["trace"].events
+    assert len(events) > 0 and events["rank"].nunique() == 16  # -P 4 -Q 4
+
+
+def test_dahu_history_verdicts_are_check_verdicts(dahu_dir, tmp_path):
     """The published Dahu history: the page says what `hplsim check` says (docs/check.md)."""
-    code, err = report_in_process(capsys, str(dahu_dir / "dgemm_calibration_history.csv"), "-o",
+    code, err = report_in_process(str(dahu_dir / "dgemm_calibration_history.csv"), "-o",
                                   str(tmp_path / "h.html"))
     assert code == 0, err
     text = (tmp_path / "h.html").read_text()
     assert "1456 observations of 64 host/CPU series" in text and "r = 1 and 5): 64 ok." in text
 
 
-def test_mpi_calibration_shows_the_fits_breakpoints(dahu_dir, tmp_path, capsys):
+def test_mpi_calibration_shows_the_fits_breakpoints(dahu_dir, tmp_path):
     """Dahu's published MPI calibration (four clusters): a fit and residuals per cluster,
     whose breakpoints are the ones `hplsim fit --network` writes into the SMPI options."""
-    from hplsim.cli import main as cli
-
-    code, err = report_in_process(capsys, str(dahu_dir / "mpi_calibration.csv"), "-o", str(tmp_path / "n.html"))
+    code, err = report_in_process(str(dahu_dir / "mpi_calibration.csv"), "-o", str(tmp_path / "n.html"))
     assert code == 0, err
     text = (tmp_path / "n.html").read_text()
     clusters = ["dahu", "gros", "paravance", "pyxis"]
     assert figure_ids(text) == [f"network-{kind}-{c}" for c in clusters for kind in ("fit", "residuals")]
-    capsys.readouterr()
-    cli(["fit", str(dahu_dir / "mpi_calibration.csv"), "--network", "--cluster", "dahu", "-o",
-         str(tmp_path / "net.yaml")])
+    assert run_cli("fit", dahu_dir / "mpi_calibration.csv", "--network", "--cluster", "dahu", "-o",
+                   tmp_path / "net.yaml").returncode == 0
     opts = (tmp_path / "net.yaml").read_text()
     lat = re.search(r"smpi/lat-factor: (\S+)", opts).group(1)
     fitted = [int(e.split(":")[0]) for e in lat.split(";")][1:]
@@ -145,10 +144,10 @@ def bad_inputs(doc_run: Path, d: Path) -> dict[str, tuple[list[Path], str]]:
             "missing": ([model, d / "nope"], "no such file")}
 
 
-def test_bad_input_one_line_and_no_file(doc_run, tmp_path, capsys):
+def test_bad_input_one_line_and_no_file(doc_run, tmp_path):
     for what, (paths, message) in bad_inputs(doc_run, tmp_path).items():
         out_file = tmp_path / "out.html"
-        code, err = report_in_process(capsys, *map(str, paths), "-o", str(out_file))
+        code, err = report_in_process(*map(str, paths), "-o", str(out_file))
         assert code != 0, what
         assert err.startswith("hplsim: error:") and err.count("\n") == 1, (what, err)
         assert message in err, (what, err)

@@ -18,9 +18,7 @@ import yaml
 from hplsim import processes
 from hplsim.errors import HplsimError, reset_warnings, warn, warnings_issued, with_warnings
 from hplsim.outputs import atomic, check_dir, check_file, write_or_fallback, write_text
-from inprocess import invoke
-
-HPLSIM = [sys.executable, "-m", "hplsim.cli"]
+from helpers import invoke, run_cli
 
 
 def _model(tmp_path: Path, kernels: dict) -> Path:
@@ -170,9 +168,8 @@ def test_an_absurd_time_is_printed_short_and_warned_about(tmp_path):
 
 def test_a_list_keeps_what_finished_and_fails_for_the_rest(tmp_path):
     """-N 1000,100000 --timeout 2: the small one is printed and stored, then the error."""
-    r = subprocess.run([*HPLSIM, "predict", "-N", "1000,100000", "--nb", "128", "-P", "2", "-Q", "4",
-                        "--timeout", "2", "-o", "out.json"], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300)
+    r = run_cli("predict", "-N", "1000,100000", "--nb", "128", "-P", "2", "-Q", "4", "--timeout", "2", "-o", "out.json",
+                cwd=tmp_path)
     assert r.returncode == 2
     errors = [line for line in r.stderr.splitlines() if line.startswith("hplsim: error:")]
     assert errors == ["hplsim: error: 1 of 2 configurations failed (1 printed and stored); first: "

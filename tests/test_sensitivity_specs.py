@@ -5,13 +5,12 @@ scales), and the page's commands run as written (slow)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from conftest import REPO
 from docexamples import run_examples
+from helpers import run_cli
 from hplsim.sweep.spec import load_spec
 from hplsim.sweep.variants import build_variants
 
@@ -32,8 +31,7 @@ def test_specs_plan_and_build(tmp_path, study, variants):
         assert v.model.model.population["dgemm"].noise_shape  # the mixture's shape is there
         if study == "topology":
             assert len(v.platform.hosts) == 8 and len(v.platform.slots) == 32
-    r = subprocess.run([sys.executable, "-m", "hplsim.cli", "sweep", "run", str(SPECS / f"{study}.yaml"),
-                        "--db", str(tmp_path / "s.sqlite"), "--dry-run"], capture_output=True, text=True)
+    r = run_cli("sweep", "run", SPECS / f"{study}.yaml", "--db", tmp_path / "s.sqlite", "--dry-run")
     assert r.returncode == 0, r.stderr
     # 3 NB x 2 DEPTH x 2 BCAST x 2 grids = 24 configurations, per variant, x 4 seeds
     assert f"{24 * len(variants) * 4} runs" in r.stdout + r.stderr

@@ -24,6 +24,7 @@ from hplsim.sweep.plan import make_plan
 from hplsim.sweep.run import run_sweep, work_dir
 from hplsim.sweep.spec import load_spec
 from hplsim.sweep.store import ResultStore
+from helpers import Result, run_cli
 
 SPEC24 = """\
 hpl:
@@ -44,9 +45,8 @@ hpl:
 """
 
 
-def hplsim(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "hplsim.cli", *args], cwd=cwd, capture_output=True, text=True,
-                         timeout=600)
+def hplsim(*args: str, cwd: Path, check: bool = True) -> Result:
+    out = run_cli(*args, cwd=cwd)
     if check:
         assert out.returncode == 0, out.stderr
     return out

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 
 #include "hplsim_runtime.h"
-void hplsim_runtime_report(FILE *out, int rank);
 #endif
 
 int HPL_main(int ARGC, char **ARGV, HPL_RuntimeData *rdata, int *failure);
@@ -39,6 +38,7 @@ int main(int argc, char **argv)
     FILE *out = fopen(argv[3], "a");
     if (out) {
       hplsim_runtime_report(out, rank);
+      hplsim_probe_report(out, rank);
       fclose(out);
     }
   }

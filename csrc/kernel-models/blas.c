@@ -6,7 +6,10 @@
  * size routinely (e.g. the last, empty chunk of an update while it polls for a panel),
  * and a polynomial model evaluated there would charge its intercept and cross terms. */
 #include "hpl.h"
-#include "hplsim_runtime.h"
+#include "blas.h"
+#include "fatal.h"
+#include "matrix.h"
+#include "runtime.h"
 
 void cblas_dgemm(const enum HPL_ORDER order, const enum HPL_TRANS ta, const enum HPL_TRANS tb, const int M,
                  const int N, const int K, const double alpha, const double *A, const int lda, const double *B,

@@ -2,7 +2,7 @@
  * of these functions out of the emulated binary (see hplsim/hpl/build.py). Each keeps
  * the quick return of HPL's code: nothing to copy, no time spent. */
 #include "hpl.h"
-#include "hplsim_runtime.h"
+#include "runtime.h"
 
 void HPL_dlacpy(const int M, const int N, const double *A, const int LDA, double *B, const int LDB)
 {

@@ -24,12 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <smpi/smpi.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "hplsim_runtime.h"
+#include "fatal.h"
+#include "matrix.h"
 
 /* The file is shared by all simulated ranks of the process, while each rank has its own
  * copy of this library's globals (SMPI's dlopen privatization): the first rank to need it

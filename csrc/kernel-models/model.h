@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "hplsim_runtime.h"
+#include "kernels.h"
 #include "rng.h"
 
 /* Load the entries of `host` (or of the `*` fallback) for CPU local_rank % ncpus.

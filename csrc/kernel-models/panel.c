@@ -7,10 +7,13 @@
  * proportional to its size, hence the reuse: a released buffer serves later, smaller
  * requests by placing the returned pointer so that their pivot window lands in its
  * private window. */
+#include <smpi/smpi.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "hplsim_runtime.h"
+#include "fatal.h"
+#include "matrix.h"
+#include "panel.h"
 
 #define MAX_BUFFERS 64
 

@@ -40,7 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hplsim_runtime.h"
+#include "fatal.h"
+#include "probe.h"
+#include "runtime.h"
 
 /* 1: hinted busy-waits become receives; 0: every probe is real (HPLSIM_BUSY_WAIT=poll) */
 static int mode = -1;

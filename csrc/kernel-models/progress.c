@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "hplsim_runtime.h"
+#include "fatal.h"
+#include "progress.h"
 
 static int progress_fd = -1; /* per rank (privatized globals): only rank 0's is set */
 

@@ -1,14 +1,15 @@
 /* Per-rank set-up and the injection of modelled durations into the simulation. */
 #include <mpi.h>
-#include <stdarg.h>
+#include <smpi/smpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "hplsim_runtime.h"
+#include "fatal.h"
 #include "model.h"
+#include "progress.h"
 #include "rng.h"
+#include "runtime.h"
 
 static hplsim_rng noise_rng; /* kernel durations */
 static hplsim_rng pivot_rng; /* idamax's pivot choices: independent of the noise on/off */
@@ -20,19 +21,8 @@ static double kernel_seconds[K_NKERNELS];
 static double pending;
 static long kernel_calls[K_NKERNELS];
 
-void hplsim_fatal(const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("hplsim-runtime: error: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  fflush(stderr);
-  fflush(stdout);
-  /* All simulated ranks share this process: end the whole simulation at once. */
-  _exit(3);
-}
+void (*hplsim_on_kernel)(enum hplsim_kernel kernel, double seconds, double x0, double x1, double x2);
+void (*hplsim_on_flush)(void);
 
 void hplsim_runtime_init(const char *model_table, unsigned long long seed)
 {
@@ -64,8 +54,8 @@ void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2)
   if (seconds > 0.0) {
     kernel_seconds[kernel] += seconds;
     pending += seconds;
-    if (hplsim_trace_on)
-      hplsim_trace_kernel(kernel, seconds, x0, x1, x2);
+    if (hplsim_on_kernel)
+      hplsim_on_kernel(kernel, seconds, x0, x1, x2);
   }
 }
 
@@ -89,8 +79,8 @@ void hplsim_flush(void)
   if (pending > 0.0) {
     double seconds = pending;
     pending = 0.0;
-    if (hplsim_trace_on)
-      hplsim_trace_flush();
+    if (hplsim_on_flush)
+      hplsim_on_flush();
     smpi_execute_benched(seconds);
   }
 }
@@ -112,10 +102,8 @@ double hplsim_pivot_magnitude(int n)
   return lowest_row ? 0.0 : hplsim_rng_max_uniform(&pivot_rng, n);
 }
 
-void hplsim_probe_report(FILE *out, int rank);
-
 /* Per rank: a line with its modelled compute time, then calls and seconds per kernel
- * (kernels never called are left out); a line with what its probes did (probe.c). */
+ * (kernels never called are left out). */
 void hplsim_runtime_report(FILE *out, int rank)
 {
   double total = 0.0;
@@ -126,5 +114,4 @@ void hplsim_runtime_report(FILE *out, int rank)
     if (kernel_calls[k])
       fprintf(out, " %s:%ld:%.17g", hplsim_kernel_name((enum hplsim_kernel)k), kernel_calls[k], kernel_seconds[k]);
   fputc('\n', out);
-  hplsim_probe_report(out, rank);
 }

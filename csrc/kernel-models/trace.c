@@ -10,7 +10,7 @@
  * Clocks. Kernels do not advance the simulated clock when called: runtime.c accumulates
  * them and injects the sum at the rank's next MPI call (hplsim_flush). A kernel record
  * therefore first holds its offset from the last injection and gets its absolute times
- * when the sum is injected (hplsim_trace_flush, called by hplsim_flush just before the
+ * when the sum is injected (trace_flush, called by hplsim_flush just before the
  * injection): the kernels then occupy [clock, clock + pending] back to back, exactly as
  * the simulation charges them. MPI records take the clock around the real call; HPL's
  * MPI macros (hpl_pmisc.h) flush before every call, so the two never overlap.
@@ -27,11 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fatal.h"
 #include "hpl.h"
-#include "hplsim_runtime.h"
+#include "kernels.h"
 #include "model.h"
+#include "runtime.h"
 
-int hplsim_trace_on;
+/* Set in MPI_Init when the run records a trace; the runtime then calls the two hooks below. */
+static int hplsim_trace_on;
 
 /* One record: 40 bytes, native (little-endian) byte order. */
 typedef struct {
@@ -113,7 +116,7 @@ static hplsim_trace_record *append(void)
   return grow(&buf, &nbuf, &capacity);
 }
 
-void hplsim_trace_kernel(int kernel, double seconds, double x0, double x1, double x2)
+static void trace_kernel(enum hplsim_kernel kernel, double seconds, double x0, double x1, double x2)
 {
   if (recording()) {
     hplsim_trace_record *r = grow(&pend, &npend, &pend_capacity);
@@ -128,7 +131,7 @@ void hplsim_trace_kernel(int kernel, double seconds, double x0, double x1, doubl
   since_flush += seconds;
 }
 
-void hplsim_trace_flush(void)
+static void trace_flush(void)
 {
   double clock = simgrid_get_clock();
   for (size_t i = 0; i < npend; i++) {
@@ -471,6 +474,8 @@ int __wrap_MPI_Init(int *argc, char ***argv)
     const char *panels = getenv("HPLSIM_TRACE_PANELS");
     max_panel = panels && *panels ? atoi(panels) : -1;
     hplsim_trace_on = 1;
+    hplsim_on_kernel = trace_kernel;
+    hplsim_on_flush = trace_flush;
   }
   return err;
 }
@@ -487,6 +492,8 @@ int __wrap_MPI_Finalize(void)
     free(pend);
     buf = pend = NULL;
     hplsim_trace_on = 0;
+    hplsim_on_kernel = NULL;
+    hplsim_on_flush = NULL;
   }
   return __real_MPI_Finalize();
 }

@@ -212,8 +212,24 @@ def predict(
     trace: TraceRequest | None = None,
     progress: Listener | None = None,
 ) -> Prediction:
-    """`progress`, if given, is called from a reader thread with (first column of the
-    panel HPL sets up, simulated time) as the simulation goes (emulate/progress.py)."""
+    """HPL's performance for `config` on `platform` with the kernel models of `model`:
+    one simulation, its noise drawn from `seed` (same inputs and seed, same bits).
+
+    `progress`, if given, is called from a reader thread with (first column of the
+    panel HPL sets up, simulated time) as the simulation goes (emulate/progress.py).
+
+    >>> from hplsim.hpl.config import HplConfig
+    >>> from hplsim.platform.spec import spec_from_dict
+    >>> from hplsim.presets import DEFAULT
+    >>> platform = spec_from_dict({"nodes": 4, "cores_per_node": 1,
+    ...                            "network": {"bandwidth": "12.5GBps", "latency": "1us"}}).platform()
+    >>> dahu = ModelSource.from_path(DEFAULT.model, "builtin:dahu")
+    >>> config = HplConfig(n=2000, nb=64, p=2, q=2)
+    >>> a = predict(config, platform, dahu, seed=1)
+    >>> b = predict(config, platform, dahu, seed=1)
+    >>> a.gflops > 0, a.gflops == b.gflops, a.time_s == b.time_s
+    (True, True, True)
+    """
     used = check_inputs(config, platform, model.model)
     folding = folding_config()
     check_mapping_budget(config, folding)

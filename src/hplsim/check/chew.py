@@ -66,7 +66,19 @@ def _check(n: int, p: int, r: int, gamma: float) -> None:
 
 
 def chew_test(reference: np.ndarray, new: np.ndarray, gamma: float) -> ChewResult:
-    """Test the mean of `new` (r × p, or one point of p values) against `reference` (n × p)."""
+    """Test the mean of `new` (r × p, or one point of p values) against `reference` (n × p).
+
+    An alarm says that the new mean lies outside what the reference predicts for r new
+    points at confidence `gamma`.
+
+    >>> import numpy as np
+    >>> reference = np.random.default_rng(1).normal(25.0, 0.5, size=30)  # e.g. Gflops of 30 runs
+    >>> chew_test(reference, [25.1, 24.8, 25.3], gamma=0.99).alarm
+    False
+    >>> result = chew_test(reference, [23.0, 23.2, 22.9], gamma=0.99)
+    >>> result.alarm, result.statistic > result.threshold
+    (True, True)
+    """
     ref = np.asarray(reference, dtype=float)
     if ref.ndim == 1:
         ref = ref[:, None]
@@ -99,7 +111,13 @@ def chew_test(reference: np.ndarray, new: np.ndarray, gamma: float) -> ChewResul
 
 
 def band(reference: np.ndarray, r: int, gamma: float) -> tuple[float, float]:
-    """The 1-D prediction band for the mean of r new points: x̄ ± s·sqrt(F⁻¹(γ;1,n−1)(n+r)/(nr))."""
+    """The 1-D prediction band for the mean of r new points: x̄ ± s·sqrt(F⁻¹(γ;1,n−1)(n+r)/(nr)).
+
+    >>> import numpy as np
+    >>> reference = np.random.default_rng(1).normal(25.0, 0.5, size=30)
+    >>> [round(x, 2) for x in band(reference, 3, gamma=0.99)]
+    [24.26, 25.67]
+    """
     ref = np.asarray(reference, dtype=float)
     n = ref.size
     _check(n, 1, r, gamma)

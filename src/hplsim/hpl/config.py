@@ -23,7 +23,20 @@ MAX_PARAM = 20  # HPL_MAX_PARAM: HPL.dat accepts at most 20 values per list
 
 @dataclass(frozen=True)
 class HplConfig:
-    """One HPL run: what HPL's driver loops over, plus the global switches."""
+    """One HPL run: what HPL's driver loops over, plus the global switches.
+
+    Checked when made: a value HPL would refuse is an `HplsimError`.
+
+    Examples
+    --------
+    >>> from hplsim.hpl.config import HplConfig
+    >>> config = HplConfig(n=20000, nb=128, p=8, q=8, bcast=2, depth=0)
+    >>> config.ranks, config.label()
+    (64, 'WR02C2R4')
+    >>> HplConfig(n=100, nb=128)
+    Traceback (most recent call last):
+    hplsim.errors.HplsimError: NB (128) must not exceed N (100)
+    """
 
     n: int
     nb: int = 128
@@ -121,7 +134,12 @@ class HplParams:
                 raise HplsimError(f"HPL accepts at most {MAX_PARAM} values of {name}, got {len(values)}")
 
     def configs(self) -> list[HplConfig]:
-        """One config per combination, in the order HPL's driver runs them."""
+        """One config per combination, in the order HPL's driver runs them.
+
+        >>> params = HplParams(ns=(1000, 2000), nbs=(64,), grids=((1, 2), (2, 1)))
+        >>> [(c.p, c.q, c.n) for c in params.configs()]
+        [(1, 2, 1000), (1, 2, 2000), (2, 1, 1000), (2, 1, 2000)]
+        """
         out = []
         for (p, q), n, nb, depth, bcast, rfact, pfact, nbmin, ndiv in itertools.product(
             self.grids, self.ns, self.nbs, self.depths, self.bcasts, self.rfacts, self.pfacts, self.nbmins, self.ndivs

@@ -15,7 +15,13 @@ _HEADER = ("HPLinpack benchmark input file", "Innovative Computing Laboratory, U
 
 
 def format_hpl_dat(params: HplParams) -> str:
-    """HPL.dat text for `params`; output goes to stdout unless `params.output` names a file."""
+    """HPL.dat text for `params`; output goes to stdout unless `params.output` names a file.
+
+    >>> from hplsim.hpl.config import HplParams
+    >>> text = format_hpl_dat(HplParams(ns=(1000,), nbs=(64,), grids=((2, 2),), bcasts=(0, 5)))
+    >>> print(text.splitlines()[5])
+    1000         Ns
+    """
     if params.output == "stdout":
         out_name, device = "HPL.out", "6"
     elif params.output == "stderr":
@@ -113,6 +119,15 @@ class _Lines:
 
 
 def parse_hpl_dat(text: str, source: str = "<text>") -> HplParams:
+    """The lists of an HPL.dat's text; anything HPL would misread is an `HplsimError`
+    naming `source` and the line.
+
+    >>> from hplsim.hpl.config import HplParams
+    >>> params = HplParams(ns=(1000,), nbs=(64,), grids=((2, 2),), bcasts=(0, 5))
+    >>> parsed = parse_hpl_dat(format_hpl_dat(params))
+    >>> parsed == params, [c.label() for c in parsed.configs()]
+    (True, ['WR10C2R4', 'WR15C2R4'])
+    """
     r = _Lines(text, source)
     r.next("title line")
     r.next("second title line")

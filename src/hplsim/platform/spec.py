@@ -59,10 +59,23 @@ def parse_quantity(value: Any, units: dict[str, float], what: str, bare: bool = 
 
 
 def bandwidth(value: Any, what: str, bare: bool = False) -> float:
+    """Bytes per second; `what` names the field in an error.
+
+    >>> bandwidth("12.5GBps", "network.bandwidth"), bandwidth("100Gbps", "network.bandwidth")
+    (12500000000.0, 12500000000.0)
+    >>> bandwidth("10", "network.bandwidth")
+    Traceback (most recent call last):
+    hplsim.errors.HplsimError: platform: network.bandwidth '10' has no unit: write it with one, e.g. 12.5GBps (bytes/s) or 100Gbps (bits/s)
+    """
     return parse_quantity(value, _BW_UNITS, what, bare)
 
 
 def duration(value: Any, what: str, bare: bool = False) -> float:
+    """Seconds.
+
+    >>> duration("1us", "network.latency"), duration("0.5ms", "network.latency")
+    (1e-06, 0.0005)
+    """
     return parse_quantity(value, _TIME_UNITS, what, bare)
 
 
@@ -235,6 +248,18 @@ def fat_tree_leaves(params: str, where: str) -> int:
 
 
 def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
+    """A platform spec from its YAML document (docs/formats/platform.md); `source` names
+    it in errors. Its `platform()` is what `predict` runs on: SimGrid's XML and the host
+    of every rank slot.
+
+    >>> spec = spec_from_dict({"nodes": 2, "cores_per_node": 2,
+    ...                        "network": {"bandwidth": "10GBps", "latency": "1us"}})
+    >>> spec.slots()
+    ['node-0', 'node-0', 'node-1', 'node-1']
+    >>> spec_from_dict({"nodes": 2, "cores": 2})
+    Traceback (most recent call last):
+    hplsim.errors.HplsimError: platform spec <spec>: unknown field(s) cores
+    """
     if not isinstance(doc, Mapping):
         raise HplsimError(f"platform spec {source}: top level must be a mapping")
     if doc.get("format", FORMAT_NAME) != FORMAT_NAME:

@@ -245,7 +245,9 @@ class DaskExecutor:
     def check(self) -> None:
         try:
             import distributed  # noqa: F401
-        except ImportError:
+        except ModuleNotFoundError as exc:
+            if exc.name != "distributed":  # installed but broken: a bug to report, not an absence
+                raise
             raise HplsimError("the dask executor needs dask.distributed (pip install 'dask[distributed]')") from None
 
     def run(self, tasks: Sequence[Task], variants: Sequence[Variant]) -> Iterator[Outcome]:
@@ -314,7 +316,9 @@ class SubmititExecutor:
     def check(self) -> None:
         try:
             import submitit  # noqa: F401
-        except ImportError:
+        except ModuleNotFoundError as exc:
+            if exc.name != "submitit":
+                raise
             raise HplsimError("the slurm executor needs submitit (pip install submitit)") from None
         if self.cluster == "slurm" and not _which("sbatch"):
             raise HplsimError("--executor slurm: sbatch not found (is this a Slurm login node?); "
