@@ -200,7 +200,7 @@ def test_the_row_swaps_law_follows_hpls_leading_dimension(tmp_path):
     (a multiple of 512) meets the piece and N = 1544 does not."""
     import yaml
 
-    from hplsim.platform.local import local_platform_spec
+    from hplsim.models.local_platform import local_platform_spec
 
     model = {"format": "hplsim-model", "version": 1, "default": {"kernels": {
         "dgemm": {"mean": {"mnk": 1e-11}}, "dtrsm": {"mean": {"mnk": 1e-11}},

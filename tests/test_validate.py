@@ -24,7 +24,7 @@ from hplsim.calibrate.archive import read_archive
 from hplsim.calibrate.hpl_designs import default_configs, hpl_blas_design, hpl_leading_dimension, trace_configs
 from hplsim.hpl.config import HplConfig
 from hplsim.models.modelfile import load_model
-from hplsim.platform.local import local_platform_spec
+from hplsim.models.local_platform import local_platform_spec
 from hplsim.real.run import available_cores
 
 REPO = Path(__file__).resolve().parents[1]

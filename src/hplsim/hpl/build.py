@@ -25,8 +25,8 @@ from hplsim.paths import cache_dir, csrc_dir
 PATCH = "hpl-patch/hpl-2.0-hplsim.patch"
 DRIVER = "hpl-driver/hplsim_driver.c"
 RUNTIME_DIR = "kernel-models"
-RUNTIME_SOURCES = ("runtime.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c", "progress.c",
-                   "matrix.c", "trace.c")
+RUNTIME_SOURCES = ("runtime.c", "fatal.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c",
+                   "progress.c", "matrix.c", "trace.c")
 # The trace recorder wraps HPL's MPI calls and phase functions at link time: one
 # `-Wl,--wrap=NAME` per `__wrap_NAME` it defines (declared there, once).
 TRACE_SOURCE = "trace.c"
@@ -90,7 +90,8 @@ def _key(flavor: Flavor) -> str:
     h.update(source.SHA256.encode())
     files = [PATCH, DRIVER]
     if flavor.with_runtime:
-        files += [f"{RUNTIME_DIR}/{f}" for f in (*RUNTIME_SOURCES, "sampler.c", "hplsim_runtime.h", "model.h", "rng.h")]
+        files += [f"{RUNTIME_DIR}/{f}" for f in (*RUNTIME_SOURCES, "sampler.c")]
+        files += sorted(f"{RUNTIME_DIR}/{header.name}" for header in (csrc_dir() / RUNTIME_DIR).glob("*.h"))
         files.append(PRELOAD_SOURCE)
     for rel in files:
         h.update(rel.encode())

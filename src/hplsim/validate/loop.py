@@ -6,7 +6,7 @@ real HPL, compare.
 
 Each stage is a call into the package that owns it: the configurations and the designs
 (`calibrate.hpl_designs`), the calibrations (`calibrate.local`), the traced and the real
-runs (`real`), the fit (`models.time_share`), the platform (`platform.local`), the
+runs (`real`), the fit (`models.time_share`), the platform (`models.local_platform`), the
 predictions (`predict`), the comparison and its files (`report.validation`).
 
 Stages and their artefacts (all in the output directory, each reusable with --reuse):
@@ -47,7 +47,7 @@ from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
 from hplsim.models.time_share import fit_models
 from hplsim.outputs import check_dir, write_json, write_text
-from hplsim.platform.local import fit_network_options, local_platform_spec
+from hplsim.models.local_platform import fit_network_options, local_platform_spec
 from hplsim.real.run import DEFAULT_TIMEOUT_S, Launch, available_cores, check_configs, read_results, run_real
 from hplsim.real.trace import trace_kernels
 from hplsim.report.validation import Report, Row, calibration_drift, write_report
