@@ -1,0 +1,28 @@
+"""What a simulation will cost before it runs: the growth law of docs/predict.md ("Cost of a
+simulation": wall ≈ 2.95e-6 · N^1.04 · (P·Q)^1.01 s at NB = 128 on this kind of machine),
+scaled by 128/NB (SMPI's cost is per event, and HPL's events come per panel: N/NB panels),
+plus the launch of smpirun and the platform's loading.
+
+The law plans the search (it is deterministic: the same inputs give the same plan on any
+machine, hence the same recommendation); the budget itself is enforced on the measured
+times (search.py), so a machine slower than the law's only ends the search earlier, with a
+warning.
+"""
+
+from __future__ import annotations
+
+from hplsim.hpl.config import HplConfig
+
+COEFFICIENT = 2.95e-6
+N_EXPONENT = 1.04
+RANK_EXPONENT = 1.01
+REFERENCE_NB = 128
+#: seconds: smpirun's launch, reading the platform, HPL's set-up (0.17 s measured for 2x2 at
+#: N = 2000 on the shared machine; doubled)
+OVERHEAD_S = 0.4
+
+
+def estimate_s(config: HplConfig) -> float:
+    """Estimated wall time of one simulation of `config`, in seconds."""
+    law = COEFFICIENT * config.n ** N_EXPONENT * config.ranks ** RANK_EXPONENT
+    return OVERHEAD_S + law * REFERENCE_NB / config.nb
