@@ -71,7 +71,7 @@ def run_tune(req: TuneRequest) -> dict:
     from hplsim.sweep.executors import make_executor
     from hplsim.sweep.variants import Variant
     from hplsim.tune.runner import Runner, open_store
-    from hplsim.tune.search import search
+    from hplsim.tune.search import checked_plan, search
 
     if req.output is not None:
         check_file(req.output, "the HPL.dat (-o)")
@@ -119,6 +119,7 @@ def run_tune(req: TuneRequest) -> dict:
     if n_plan < 1:
         raise HplsimError("no problem size fits the memory with the anchor configuration")
     check_inputs(HplConfig(**{**anchor.as_dict(), "n": anchor.nb}), platform, model.model)
+    plan = checked_plan(space, n_plan, req.budget_s, anchor)
 
     variant = Variant(platform, model, "base", "base", platform.digest())
     executor = None
@@ -134,7 +135,7 @@ def run_tune(req: TuneRequest) -> dict:
             try:
                 req.say(f"{ranks} ranks on {nodes} node(s) of {platform.label}, model {model.label}; "
                         f"{space.size} configurations in the search space; budget {req.budget_s:.0f} s")
-                outcome = search(space, runner, n_plan, n_for, req.seed, anchor, req.say)
+                outcome = search(space, runner, plan, n_for, req.seed, anchor, req.say)
                 status = "done"
             except BaseException:
                 status = "error"

@@ -169,19 +169,24 @@ def _describe(point: dict) -> dict:
     return {"p": p, "q": q, **{k: point[k] for k in SEARCHED if k != "grid"}}
 
 
-def search(space: Space, runner: Runner, n_plan: int, n_for, seed: int, anchor_config: HplConfig,
-           say=lambda m: None) -> Outcome:
-    """`n_plan`: the final N the plan aims at (the anchor's); `n_for(point)`: the final N of
-    a point (the memory rule, or the user's -N)."""
-    plan = make_plan(space, n_plan, runner.budget_s - runner.spent_s, anchor_config)
+def checked_plan(space: Space, n_plan: int, budget_s: float, anchor: HplConfig) -> Plan:
+    """The plan, or one error saying what budget the smallest useful search needs."""
+    plan = make_plan(space, n_plan, budget_s, anchor)
     if plan is None:
         from hplsim.errors import HplsimError
 
         smallest = rung_sizes(_round(max(space.nbs) * 8))
-        need = _late_cost(space, smallest, anchor_config) / LATE_SHARE
-        raise HplsimError(f"the budget ({runner.budget_s:.0f} s) is too small for the smallest useful search on "
-                          f"{anchor_config.ranks} ranks (about {need:.0f} s: N up to {smallest[-1]}); "
+        need = _late_cost(space, smallest, anchor) / LATE_SHARE
+        raise HplsimError(f"the budget ({budget_s:.0f} s) is too small for the smallest useful search on "
+                          f"{anchor.ranks} ranks (about {need:.0f} s: N up to {smallest[-1]}); "
                           "raise --budget or fix more parameters")
+    return plan
+
+
+def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_config: HplConfig,
+           say=lambda m: None) -> Outcome:
+    """`plan`: from `checked_plan`; `n_for(point)`: the final N of a point (the memory
+    rule, or the user's -N)."""
     sizes = plan.sizes
     say(f"plan: {plan.screened} configurations at N={sizes[0]}, the best third at each of N="
         f"{', '.join(map(str, sizes[1:]))}; estimated {plan.estimate_s:.0f} s of simulation")
