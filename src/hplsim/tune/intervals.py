@@ -99,9 +99,10 @@ def interval(gflops: Sequence[float], rsd: float = 0.0) -> Interval:
 
 def combine(central: float, half_widths: Sequence[float], seeds: int, seed_sd: float | None,
             rsd: float) -> Interval:
-    """An interval around `central` from independent parts' 90 % half-widths (quadrature)."""
-    half = math.sqrt(sum(h * h for h in half_widths))
-    return Interval(central, max(0.0, central - half), central + half, seeds, seed_sd, rsd)
+    """An interval around `central` from independent parts' 90 % half-widths, added in
+    quadrature on the log scale (relative widths): far extrapolations stay positive."""
+    rel = math.sqrt(sum((h / central) ** 2 for h in half_widths)) if central > 0 else 0.0
+    return Interval(central, central * math.exp(-rel), central * math.exp(rel), seeds, seed_sd, rsd)
 
 
 def z_half(rsd: float, value: float) -> float:

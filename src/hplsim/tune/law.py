@@ -48,12 +48,11 @@ class Law:
         t = self.time(n)
         x = np.array([n**p for p in self.active], dtype=float)
         var = float(x @ self.cov @ x) + (self.sigma * t) ** 2
-        q = float(stats.t.ppf(0.5 + LEVEL / 2, self.dof)) if self.dof > 0 else math.inf
-        half = q * math.sqrt(var)
+        q = float(stats.t.ppf(0.5 + LEVEL / 2, self.dof)) if self.dof > 0 else 10.0
+        # on the log scale: a time is positive, and far extrapolations stay finite
+        spread = math.exp(q * math.sqrt(var) / t)
         g = self.gflops(n)
-        low_t, high_t = t + half, max(t - half, 0.0)
-        high = hpl_flops(n) / high_t / 1e9 if high_t > 0 else math.inf
-        return g, hpl_flops(n) / low_t / 1e9, high
+        return g, g / spread, g * spread
 
     def to_dict(self) -> dict:
         return {"form": "T(N) = " + " + ".join(f"{c:.4g}·N^{p}" for p, c in self.coefficients.items()),

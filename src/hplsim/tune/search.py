@@ -274,7 +274,7 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
         source = f"simulated at N={n_top} ({len(g_top)} seeds)"
     else:
         g, lo, hi = law.gflops_interval(n_final)
-        law_half = (hi - lo) / 2
+        law_half = g * math.log(hi / g)  # the law's own interval, as a relative (log) half-width
         final_interval = combine(g, [law_half, t_half(sd or 0.0, len(g_top)) * g / mean_top, z_half(rsd, g)],
                                  len(g_top), sd, rsd)
         source = (f"extrapolated from N={min(law.sizes)}..{max(law.sizes)} to N={n_final} (x{n_final / n_top:.3g}) "
@@ -286,11 +286,12 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
         if k == _key(best) or len(top) >= 10:
             continue
         ratio = top_scores[k] / top_scores[_key(best)]
-        half = math.hypot((final_interval.high - final_interval.low) / 2 * ratio,
-                          t_half(sd or 0.0, len(g_top)) * final_interval.central / mean_top * ratio)
         g = final_interval.central * ratio
+        rel = math.log(final_interval.high / final_interval.central) if final_interval.central > 0 else 0.0
+        # the recommendation's relative width, and one seed's noise for this configuration's ratio
+        iv = combine(g, [g * rel, t_half(sd or 0.0, len(g_top)) / mean_top * g], 1, None, rsd)
         top.append({**_describe(dict(zip(SEARCHED, k))), "n": n_final, "gflops": g,
-                    "interval": [max(0.0, g - half), g + half], "gflops_at_n_top": top_scores[k],
+                    "interval": [iv.low, iv.high], "gflops_at_n_top": top_scores[k],
                     "source": f"the recommendation's figure x {ratio:.4f} (its ratio at N={n_top}, one seed)"})
     return Outcome(best_entry, top, sensitivity, plan, law, notes, final_interval, n_final, simulated)
 
