@@ -15,7 +15,8 @@ from inprocess import invoke
 
 # 2 ranks, a few configurations, tiny N: a search of a few seconds
 TINY = ["tune", "--preset", "dahu", "--ranks", "2", "--memory-per-node", "64MB", "--budget", "10s",
-        "--nb", "64,128", "--pfact", "1", "--rfact", "2", "--bcast", "1", "--swap", "0", "--jobs", "1", "--json"]
+        "--nb", "64,128", "--pfact", "1", "--rfact", "2", "--bcast", "1", "--depth", "0,1", "--swap", "0", "--jobs", "1",
+        "--json"]
 
 
 @pytest.fixture(scope="module")
