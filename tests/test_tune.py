@@ -11,17 +11,28 @@ import pytest
 from hplsim.hpl.hpldat import read_hpl_dat
 from hplsim.tune.constraints import grids_of, make_space, memory_n, node_bytes, numroc, parse_budget, parse_memory
 from hplsim.hpl.config import HplConfig
+from hplsim.models.modelfile import load_model, model_from_dict, model_to_dict, save_model
+from hplsim.presets import DEFAULT
 from inprocess import invoke
 
-# 2 ranks, a few configurations, tiny N: a search of a few seconds
-TINY = ["tune", "--preset", "dahu", "--ranks", "2", "--memory-per-node", "64MB", "--budget", "10s",
+# 2 ranks of a Dahu node, a few configurations, tiny N: a search of a few seconds; the Dahu
+# model with a declared uncertainty (m.yaml, written by the fixture)
+TINY = ["tune", "--platform", str(DEFAULT.platform), "--ranks-per-host", "32", "--model", "m.yaml", "--ranks", "2",
+        "--memory-per-node", "64MB", "--budget", "10s",
         "--nb", "64,128", "--pfact", "1", "--rfact", "2", "--bcast", "1", "--depth", "0,1", "--swap", "0", "--jobs", "1",
         "--json"]
+
+
+def _model(where):
+    doc = model_to_dict(load_model(DEFAULT.model))
+    doc["uncertainty"] = {"dgemm": {"rsd": 0.02}, "idamax": {"rsd": 0.5}}
+    save_model(model_from_dict(doc), where / "m.yaml")
 
 
 @pytest.fixture(scope="module")
 def first(tmp_path_factory):
     where = tmp_path_factory.mktemp("tune")
+    _model(where)
     code, out, err = invoke([*TINY, "--seed", "5", "--db", "a.sqlite", "-o", "HPL.dat"], where)
     assert code == 0, err
     return where, json.loads(out)
@@ -35,6 +46,11 @@ def test_tune_recommends_with_interval_and_writes_hpl_dat(first):
     assert 0 < lo <= best["gflops"] <= hi
     assert (best["p"], best["q"]) == (1, 2) and best["nb"] in (64, 128) and best["pfact"] == 1
     assert doc["top"][0] == best and len(doc["top"]) >= 2
+    # the model part uses the kernels' measured shares: idamax's 50 % weighs next to nothing
+    assert "3 seeds" in best["interval_sources"] and any("model uncertainty" in s for s in best["interval_sources"])
+    assert not any("bound" in n for n in doc["notes"])
+    sim = doc["simulated"]
+    assert (sim["interval"][1] / sim["gflops"] - 1) < 0.2
     assert all(e["interval"][0] <= e["gflops"] <= e["interval"][1] for e in doc["top"])
     assert doc["sensitivity"] and {s["parameter"] for s in doc["sensitivity"]} <= {"nb", "depth"}
     search = doc["search"]
@@ -56,6 +72,7 @@ def test_tune_resumes_from_its_store_and_is_reproducible(first, tmp_path):
     assert again["search"]["simulations"] == 0 and again["search"]["reused"] > 0
     assert again["best"] == doc["best"] and again["top"] == doc["top"]
     # from scratch (another store), the same recommendation to the bit
+    _model(tmp_path)
     code, out, err = invoke([*TINY, "--seed", "5", "--db", "b.sqlite"], tmp_path)
     assert code == 0, err
     fresh = json.loads(out)

@@ -102,6 +102,26 @@ class Runner:
                 out[(c, s)] = Result(float(row["gflops"]), float(row["time_s"]))
         return out
 
+    def shares(self, config: HplConfig, seed: int) -> dict[str, float] | None:
+        """Each kernel's share of HPL's time in one more run of `config` (in this process,
+        with the per-kernel report), for the model part of the interval; None when the model
+        declares no uncertainty, or the budget cannot pay for it."""
+        from hplsim.predict import predict
+        from hplsim.tune.intervals import kernel_shares
+
+        left = self.budget_s - self.spent_s
+        if not self.variant.model.model.uncertainty or estimate_s(config) > left:
+            return None
+        start = time.perf_counter()
+        try:
+            p = predict(config, self.variant.platform, self.variant.model, seed, left, breakdown=True)
+        except HplsimError as exc:
+            self.log.append(f"the kernel shares' run failed: {exc}")
+            return None
+        finally:
+            self.spent_s += time.perf_counter() - start
+        return kernel_shares(p.breakdown, p.time_s)
+
     def _execute(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
         by_hash = {t.hash: t for t in tasks}
         if self.executor is None:

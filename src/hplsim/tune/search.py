@@ -29,7 +29,7 @@ from hplsim.errors import warn
 from hplsim.hpl.config import HplConfig
 from hplsim.tune.constraints import SEARCHED, Space
 from hplsim.tune.cost import estimate_s
-from hplsim.tune.intervals import Interval, combine, t_half, z_half
+from hplsim.tune.intervals import Interval, combine, model_rsd, t_half, z_half
 from hplsim.tune.law import Law, fit_law
 from hplsim.tune.runner import BudgetSpent, Runner
 
@@ -96,7 +96,8 @@ def _screen_cost(m0: int, sizes: tuple[int, ...], ref: HplConfig) -> float:
 def _late_cost(space: Space, sizes: tuple[int, ...], ref: HplConfig) -> float:
     n_top = sizes[-1]
     oat = len(neighbours(space, _point_of(ref, space)))
-    return ((oat + FINAL_SEEDS - 1) * estimate_s(_at(ref, n_top))
+    # the final seeds, and one run for the kernels' shares (the model part of the interval)
+    return ((oat + FINAL_SEEDS) * estimate_s(_at(ref, n_top))
             + sum(estimate_s(_at(ref, n)) for n in sizes[:-1]))
 
 
@@ -258,7 +259,10 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
     at_top = [final[(c, s)] for c, s in best_runs if c.n == n_top and (c, s) in final]
     law = fit_law([c.n for c, s in best_runs if (c, s) in final], [final[(c, s)].time_s for c, s in best_runs
                                                                      if (c, s) in final])
-    rsd = runner_model_rsd(runner)
+    shares = runner.shares(space.config(best, n_top), seed)
+    rsd = model_rsd(runner.variant.model.model, shares)
+    if runner.variant.model.model.uncertainty and shares is None:
+        notes.append("the model part of the interval uses the bound max rsd (no run left for the kernels' shares)")
     n_final = n_for(best)
     g_top = [r.gflops for r in at_top]
     sd = stdev(g_top) if len(g_top) >= 2 else None
@@ -279,8 +283,11 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
                                  len(g_top), sd, rsd)
         source = (f"extrapolated from N={min(law.sizes)}..{max(law.sizes)} to N={n_final} (x{n_final / n_top:.3g}) "
                   f"by the law {law.to_dict()['form']}")
+    sources = final_interval.sources + ([f"the Gflops(N) law ({law.dof} degrees of freedom)"]
+                                        if n_final > n_top and law is not None else [])
     best_entry = {**_describe(best), "n": n_final, "gflops": final_interval.central,
-                  "interval": [final_interval.low, final_interval.high], "source": source}
+                  "interval": [final_interval.low, final_interval.high], "interval_sources": sources,
+                  "source": source}
     top = [best_entry]
     for k in sorted(top_scores, key=lambda k: -top_scores[k]):
         if k == _key(best) or len(top) >= 10:
@@ -298,9 +305,3 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
 
 def _value(v):
     return f"{v[0]}x{v[1]}" if isinstance(v, tuple) else v
-
-
-def runner_model_rsd(runner: Runner) -> float:
-    from hplsim.tune.intervals import model_rsd
-
-    return model_rsd(runner.variant.model.model)
