@@ -121,3 +121,18 @@ def test_units_and_grids():
     assert grids_of(7) == [(1, 7)]
     space = make_space(4, HplConfig(n=1000), nbs=(64,), bcast=(1, 2))
     assert space.grids == ((1, 4), (2, 2)) and space.size == 2 * 1 * 3 * 3 * 2 * 3 * 3
+
+
+def test_budget_is_a_hard_cap_when_runs_cost_more_than_planned(tmp_path, monkeypatch):
+    """A plan made with a cost law 3x too optimistic (a slower machine than the law's): the
+    search stops early, warns, still recommends, and spends at most the budget."""
+    from hplsim.tune import search
+    from hplsim.tune.cost import estimate_s
+
+    monkeypatch.setattr(search, "estimate_s", lambda c: estimate_s(c) / 3)
+    _model(tmp_path)
+    code, out, err = invoke([*TINY, "--seed", "5", "--budget", "3s"], tmp_path)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "budget ran out" in err and doc["warnings"] and doc["best"]["gflops"] > 0
+    assert doc["search"]["spent_s"] <= doc["search"]["budget_s"] == 3

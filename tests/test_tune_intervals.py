@@ -13,7 +13,7 @@ from hplsim.errors import HplsimError
 from hplsim.models.modelfile import load_model, model_to_dict, model_from_dict, save_model
 from hplsim.presets import DEFAULT
 from hplsim.tune.intervals import LEVEL, interval, model_rsd
-from hplsim.tune.law import fit_law, hpl_flops
+from hplsim.tune.law import compute_coefficients, fit_law, hpl_flops
 from inprocess import invoke
 
 
@@ -29,18 +29,32 @@ def test_seed_interval_covers_one_more_run_at_its_level():
 
 
 def test_law_recovers_a_known_law_and_covers_its_extrapolation():
-    a, b, c = 2e-11, 3e-8, 1e-5  # seconds: compute, N^2 communication, per-panel latency
+    a, b, c = 2e-11, 3e-8, 1e-5  # seconds: compute (from the model), N^2 communication, per-panel latency
     rng = np.random.default_rng(7)
     sizes = [1000, 2000, 4000, 8000] * 3
     covered = 0
     for _ in range(200):
         times = [(a * n**3 + b * n**2 + c * n) * rng.lognormal(0, 0.01) for n in sizes]
-        law = fit_law(sizes, times)
-        g, lo, hi = law.gflops_interval(32000)
-        truth = hpl_flops(32000) / (a * 32000**3 + b * 32000**2 + c * 32000) / 1e9
+        law = fit_law(sizes, times, (a, a))
+        g, lo, hi = law.gflops_interval(64000)
+        truth = hpl_flops(64000) / (a * 64000**3 + b * 64000**2 + c * 64000) / 1e9
         covered += lo <= truth <= hi
-    assert abs(g / truth - 1) < 0.05
+    assert abs(g / truth - 1) < 0.02
     assert covered / 200 >= 0.85
+    # the slowest rank's compute term widens the interval towards it
+    slow = fit_law(sizes, times, (a, 1.1 * a))
+    assert slow.gflops_interval(64000)[1] < lo and slow.gflops(64000) == pytest.approx(g)
+
+
+def test_compute_term_from_the_dgemm_law():
+    model = load_model(DEFAULT.model)
+    hosts = ["dahu-0.grid5000.fr"] * 4
+    mean, slowest = compute_coefficients(model, hosts, 128)
+    laws = [model.resolve(hosts[0], cpu)["dgemm"].mean.to_mapping() for cpu in (0, 1)]
+    per_rank = [law["mnk"] + law["mn"] / 128 for law in laws]
+    assert mean == pytest.approx(sum(per_rank) / 2 / (3 * 4)) and slowest == pytest.approx(max(per_rank) / 12)
+    # about 29 Gflops per Dahu core: the asymptote of the law
+    assert 25 < 2 / (3 * 4 * mean) / 1e9 < 35
 
 
 def test_model_file_carries_uncertainty(tmp_path):

@@ -88,12 +88,9 @@ def interval(gflops: Sequence[float], rsd: float = 0.0) -> Interval:
         raise ValueError("no Gflops to make an interval from")
     k = len(values)
     mean = statistics.fmean(values)
-    seed_half, sd = 0.0, None
-    if k >= 2:
-        sd = statistics.stdev(values)
-        seed_half = float(stats.t.ppf(0.5 + LEVEL / 2, k - 1)) * sd * math.sqrt(1 + 1 / k)
-    model_half = _Z * rsd * mean  # Gflops ∝ 1/time: first order, the same relative sd
-    half = math.hypot(seed_half, model_half)
+    sd = statistics.stdev(values) if k >= 2 else None
+    # Gflops ∝ 1/time: to first order, the model's relative sd is the Gflops' one
+    half = math.hypot(t_half(sd or 0.0, k), z_half(rsd, mean))
     return Interval(mean, max(0.0, mean - half), mean + half, k, sd, rsd)
 
 

@@ -3,7 +3,6 @@ result as one plain dictionary (the JSON of ``hplsim tune --json``) and the HPL.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -190,7 +189,3 @@ def run_tune(req: TuneRequest) -> dict:
         write_text(req.output, format_hpl_dat(HplParams.from_config(config)), "the HPL.dat (-o)")
         result["hpl_dat"] = str(req.output)
     return result
-
-
-def _ceil(x: float) -> int:
-    return int(math.ceil(x))

@@ -27,6 +27,10 @@ from hplsim.sweep.variants import Variant
 from hplsim.tune.cost import estimate_s
 
 
+#: seconds per run that its timeout does not bound: writing its inputs, killing smpirun
+RESERVE_PER_RUN_S = 0.3
+
+
 class BudgetSpent(HplsimError):
     """The next batch does not fit in what is left of the budget."""
 
@@ -71,11 +75,12 @@ class Runner:
         estimate exceeds what is left."""
         runs = list(dict.fromkeys(runs))
         todo = self._missing(runs)
-        left = self.budget_s - self.spent_s
+        # a run's set-up and its kill on timeout happen outside its timeout: kept in reserve
+        left = self.budget_s - self.spent_s - RESERVE_PER_RUN_S * len(todo)
         estimate = sum(estimate_s(c) for c, _ in todo)
         if todo and estimate > left:
             raise BudgetSpent(f"the next {len(todo)} simulation(s) need about {estimate:.0f} s, "
-                              f"{max(left, 0):.0f} s of the budget are left")
+                              f"{max(self.budget_s - self.spent_s, 0):.0f} s of the budget are left")
         if todo:
             scale = left / estimate
             tasks = [self._task(c, s, estimate_s(c) * scale) for c, s in todo]
@@ -109,7 +114,7 @@ class Runner:
         from hplsim.predict import predict
         from hplsim.tune.intervals import kernel_shares
 
-        left = self.budget_s - self.spent_s
+        left = self.budget_s - self.spent_s - RESERVE_PER_RUN_S
         if not self.variant.model.model.uncertainty or estimate_s(config) > left:
             return None
         start = time.perf_counter()

@@ -25,15 +25,17 @@ from statistics import fmean, stdev
 
 import numpy as np
 
-from hplsim.errors import warn
+from hplsim.errors import HplsimError, warn
 from hplsim.hpl.config import HplConfig
 from hplsim.tune.constraints import SEARCHED, Space
 from hplsim.tune.cost import estimate_s
 from hplsim.tune.intervals import Interval, combine, model_rsd, t_half, z_half
-from hplsim.tune.law import Law, fit_law
+from hplsim.tune.law import Law, compute_coefficients, fit_law
 from hplsim.tune.runner import BudgetSpent, Runner
 
 ETA = 3  # successive halving keeps the best 1/ETA at each size
+#: ordered parameters along which the refinement keeps stepping while Gflops improves
+LINE = ("grid", "nb")
 RUNGS = 4  # N_top/8, /4, /2, N_top
 FINAL_SEEDS = 3  # seeds of the recommendation at N_top
 MIN_SCREENED_PER_GRID = 3
@@ -95,7 +97,7 @@ def _screen_cost(m0: int, sizes: tuple[int, ...], ref: HplConfig) -> float:
 
 def _late_cost(space: Space, sizes: tuple[int, ...], ref: HplConfig) -> float:
     n_top = sizes[-1]
-    oat = len(neighbours(space, _point_of(ref, space)))
+    oat = len(neighbours(space, _point_of(ref, space))) + sum(max(0, len(space.values(k)) - 3) for k in LINE)
     # the final seeds, and one run for the kernels' shares (the model part of the interval)
     return ((oat + FINAL_SEEDS) * estimate_s(_at(ref, n_top))
             + sum(estimate_s(_at(ref, n)) for n in sizes[:-1]))
@@ -145,7 +147,6 @@ def first_rung(space: Space, m0: int, anchor: dict, seed: int) -> list[dict]:
     rest = {k: space.values(k) for k in SEARCHED if k != "grid"}
     chosen = [anchor]
     seen = {_key(anchor)}
-    per_grid = {g: 0 for g in space.grids}
     attempts = 0
     while len(chosen) < m0 and attempts < 100 * m0:
         for g in space.grids:
@@ -157,7 +158,6 @@ def first_rung(space: Space, m0: int, anchor: dict, seed: int) -> list[dict]:
                 continue
             seen.add(_key(point))
             chosen.append(point)
-            per_grid[g] += 1
     return chosen
 
 
@@ -174,8 +174,6 @@ def checked_plan(space: Space, n_plan: int, budget_s: float, anchor: HplConfig) 
     """The plan, or one error saying what budget the smallest useful search needs."""
     plan = make_plan(space, n_plan, budget_s, anchor)
     if plan is None:
-        from hplsim.errors import HplsimError
-
         smallest = rung_sizes(_round(max(space.nbs) * 8))
         need = _late_cost(space, smallest, anchor) / LATE_SHARE
         raise HplsimError(f"the budget ({budget_s:.0f} s) is too small for the smallest useful search on "
@@ -212,12 +210,12 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
                 keep = max(1, math.ceil(len(ranked) / ETA))
                 alive = [dict(zip(SEARCHED, k)) for k in ranked[:keep]]
     except BudgetSpent as exc:
+        if not scores:
+            raise HplsimError(f"tune: the budget ran out before the first simulations ({exc})") from None
         warn(f"tune: the budget ran out during the screening ({exc}); the recommendation comes from N="
              f"{sizes[reached]}")
         notes.append(f"budget ran out during the screening at N={sizes[reached + 1] if reached + 1 < len(sizes) else sizes[-1]}")
     if not scores or not any(scores.values()):
-        from hplsim.errors import HplsimError
-
         raise HplsimError("tune: no simulation succeeded" + (f" (first failure: {runner.log[0]})" if runner.log else ""))
     n_top = sizes[reached]
     top_scores = scores[n_top]
@@ -235,6 +233,7 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
         warn(f"tune: the budget ran out before the sensitivity runs ({exc}); no sensitivity table")
         around = []
     best = dict(zip(SEARCHED, max(top_scores, key=lambda k: top_scores[k])))
+    best = _line_search(space, runner, winner, best, top_scores, n_top, seed)
     if best != winner:
         changed = next(k for k in SEARCHED if best[k] != winner[k])
         notes.append(f"the one-at-a-time refinement changed {changed} of the screening's winner "
@@ -257,8 +256,11 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
         warn(f"tune: the budget ran out before the final runs ({exc}); the interval has one seed only")
         final = runner.run([(space.config(best, n_top), seed)])
     at_top = [final[(c, s)] for c, s in best_runs if c.n == n_top and (c, s) in final]
-    law = fit_law([c.n for c, s in best_runs if (c, s) in final], [final[(c, s)].time_s for c, s in best_runs
-                                                                     if (c, s) in final])
+    best_config = space.config(best, n_top)
+    a = compute_coefficients(runner.variant.model.model, runner.variant.platform.slots[:best_config.ranks],
+                             best_config.nb)
+    done = [(c, s) for c, s in best_runs if (c, s) in final]
+    law = fit_law([c.n for c, _ in done], [final[r].time_s for r in done], a) if a else None
     shares = runner.shares(space.config(best, n_top), seed)
     rsd = model_rsd(runner.variant.model.model, shares)
     if runner.variant.model.model.uncertainty and shares is None:
@@ -273,7 +275,8 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
     simulated["interval"] = [top_interval.low, top_interval.high]
     if n_final <= n_top or law is None:
         if n_final > n_top:
-            notes.append(f"too few sizes for a Gflops(N) law: the figure is at the largest simulated N={n_top}")
+            notes.append(f"no Gflops(N) law (too few sizes, or a model without a polynomial dgemm law to give "
+                         f"its compute term): the figure is at the largest simulated N={n_top}, not at N={n_final}")
         final_interval = top_interval
         source = f"simulated at N={n_top} ({len(g_top)} seeds)"
     else:
@@ -282,7 +285,8 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
         final_interval = combine(g, [law_half, t_half(sd or 0.0, len(g_top)) * g / mean_top, z_half(rsd, g)],
                                  len(g_top), sd, rsd)
         source = (f"extrapolated from N={min(law.sizes)}..{max(law.sizes)} to N={n_final} (x{n_final / n_top:.3g}) "
-                  f"by the law {law.to_dict()['form']}")
+                  f"by the law {law.to_dict()['form']}; the compute term is {100 * law.compute_share(n_top):.2g} % "
+                  f"of the time at N={n_top}, {100 * law.compute_share(n_final):.2g} % at N={n_final}")
     sources = final_interval.sources + ([f"the Gflops(N) law ({law.dof} degrees of freedom)"]
                                         if n_final > n_top and law is not None else [])
     best_entry = {**_describe(best), "n": n_final, "gflops": final_interval.central,
@@ -301,6 +305,34 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
                     "interval": [iv.low, iv.high], "gflops_at_n_top": top_scores[k],
                     "source": f"the recommendation's figure x {ratio:.4f} (its ratio at N={n_top}, one seed)"})
     return Outcome(best_entry, top, sensitivity, plan, law, notes, final_interval, n_final, simulated)
+
+
+def _line_search(space: Space, runner: Runner, winner: dict, best: dict, scores: dict[tuple, float], n: int,
+                 seed: int) -> dict:
+    """When the best neighbour moved the grid or NB, keep stepping that way while Gflops
+    improves: the screening at small N misjudges what favours large N (a squarer grid,
+    a larger NB), and the neighbours only look one step away."""
+    for name in LINE:
+        if best[name] == winner[name]:
+            continue
+        values = list(space.values(name))
+        step = 1 if values.index(best[name]) > values.index(winner[name]) else -1
+        while 0 <= values.index(best[name]) + step < len(values):
+            nxt = {**best, name: values[values.index(best[name]) + step]}
+            if nxt["nb"] > n:
+                break
+            config = space.config(nxt, n)
+            try:
+                result = runner.run([(config, seed)]).get((config, seed))
+            except BudgetSpent:
+                break
+            if result is None:
+                break
+            scores[_key(nxt)] = result.gflops
+            if result.gflops <= scores[_key(best)]:
+                break
+            best = nxt
+    return best
 
 
 def _value(v):
