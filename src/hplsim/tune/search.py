@@ -38,7 +38,7 @@ ETA = 3  # successive halving keeps the best 1/ETA at each size
 LINE = ("grid", "nb")
 RUNGS = 4  # N_top/8, /4, /2, N_top
 FINAL_SEEDS = 3  # seeds of the recommendation at N_top
-MIN_SCREENED_PER_GRID = 3
+MIN_SCREENED_PER_GRID = 2
 #: the share of the budget the refinement and final stages may take (the screening gets the rest)
 LATE_SHARE = 0.5
 N_ROUND = 8
@@ -68,8 +68,15 @@ def _round(n: float) -> int:
     return max(N_ROUND, int(n) // N_ROUND * N_ROUND)
 
 
-def rung_sizes(n_top: int) -> tuple[int, ...]:
-    return tuple(_round(n_top / 2 ** (RUNGS - 1 - r)) for r in range(RUNGS))
+def rung_sizes(n_top: int, floor: int) -> tuple[int, ...]:
+    """N_top/8, /4, /2, N_top, none below `floor` (two blocks of the largest NB, so that every
+    configuration runs at every size; with a small budget the first sizes coincide, and the
+    halving goes on on the same runs, reused from the store)."""
+    return tuple(max(floor, _round(n_top / 2 ** (RUNGS - 1 - r))) for r in range(RUNGS))
+
+
+def floor_n(space: Space) -> int:
+    return _round(2 * max(space.nbs))
 
 
 def neighbours(space: Space, point: dict) -> list[tuple[str, dict]]:
@@ -123,9 +130,10 @@ def make_plan(space: Space, n_final: int, budget_s: float, ref: HplConfig) -> Pl
     per grid fits in the rest; then as many screened configurations as the rest pays for."""
     minimum = min(space.size, MIN_SCREENED_PER_GRID * len(space.grids))
     n_top = _round(n_final)
-    smallest = _round(max(space.nbs) * 8)
+    smallest = floor_n(space)
+    n_top = max(n_top, smallest)
     while True:
-        sizes = rung_sizes(n_top)
+        sizes = rung_sizes(n_top, smallest)
         late = _late_cost(space, sizes, ref)
         if late <= LATE_SHARE * budget_s and late + _screen_cost(minimum, sizes, ref) <= budget_s:
             break
@@ -174,7 +182,7 @@ def checked_plan(space: Space, n_plan: int, budget_s: float, anchor: HplConfig) 
     """The plan, or one error saying what budget the smallest useful search needs."""
     plan = make_plan(space, n_plan, budget_s, anchor)
     if plan is None:
-        smallest = rung_sizes(_round(max(space.nbs) * 8))
+        smallest = rung_sizes(floor_n(space), floor_n(space))
         need = _late_cost(space, smallest, anchor) / LATE_SHARE
         raise HplsimError(f"the budget ({budget_s:.0f} s) is too small for the smallest useful search on "
                           f"{anchor.ranks} ranks (about {need:.0f} s: N up to {smallest[-1]}); "
