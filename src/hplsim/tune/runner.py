@@ -79,8 +79,9 @@ class Runner:
         left = self.budget_s - self.spent_s - RESERVE_PER_RUN_S * len(todo)
         estimate = sum(estimate_s(c) for c, _ in todo)
         if todo and estimate > left:
-            raise BudgetSpent(f"the next {len(todo)} simulation(s) need about {estimate:.0f} s, "
-                              f"{max(self.budget_s - self.spent_s, 0):.0f} s of the budget are left")
+            raise BudgetSpent(f"the next {len(todo)} simulation(s) need about "
+                              f"{estimate + RESERVE_PER_RUN_S * len(todo):.1f} s, "
+                              f"{max(self.budget_s - self.spent_s, 0):.1f} s of the budget are left")
         if todo:
             scale = left / estimate
             tasks = [self._task(c, s, estimate_s(c) * scale) for c, s in todo]
