@@ -459,8 +459,8 @@ def _emit(preds: list[list[Prediction]], platform: Platform, model: ModelSource,
         sys.stdout.write("\n")
     else:
         click.echo(_format_table([runs[0] for runs in preds] if opts["replicates"] == 1 else
-                                 [dataclasses.replace(runs[0], gflops=iv.central) for runs, (_, iv) in
-                                  zip(preds, summaries)]))
+                                 [dataclasses.replace(runs[0], gflops=d["gflops"], time_s=d["time_s"])
+                                  for runs, (d, _) in zip(preds, summaries)]))
         seeds = (f"seeds: {opts['seed']}..{opts['seed'] + opts['replicates'] - 1} (Gflops: their mean)"
                  if opts["replicates"] > 1 else f"seed: {opts['seed']}")
         click.echo(f"platform: {platform.label}; model: {model.label}; {seeds}")

@@ -213,7 +213,9 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
                 break
             reached = r
             ranked = sorted(scores[n], key=lambda k: -scores[n][k])
-            say(f"N={n}: {len(scores[n])} configurations simulated, best {scores[n][ranked[0]]:.4g} Gflops")
+            count = len(scores[n])
+            say(f"N={n}: {count} configuration{'s' if count > 1 else ''} simulated, "
+                f"best {scores[n][ranked[0]]:.4g} Gflops")
             if r < len(sizes) - 1:
                 keep = max(1, math.ceil(len(ranked) / ETA))
                 alive = [dict(zip(SEARCHED, k)) for k in ranked[:keep]]
