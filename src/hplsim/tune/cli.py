@@ -84,7 +84,11 @@ def _base_changes(opts: dict) -> dict:
 def tune(**opts) -> None:
     """Search the HPL parameters for the best Gflops on a platform and model, under a
     budget of simulation time; print the top configurations with 90 % intervals and the
-    sensitivity around the best, and write the best as an HPL.dat (-o)."""
+    sensitivity around the best, and write the best as an HPL.dat (-o).
+
+    The HPL options restrict the search: a list gives the values searched, one value fixes
+    the parameter (-N: one size, instead of the memory rule). See docs/tune.md.
+    """
     from hplsim.tune.run import TuneRequest, run_tune
 
     budget = parse_budget(opts["budget"])

@@ -51,7 +51,8 @@ def _sources(req: TuneRequest):
         platform.label = f"builtin:{source.name}"
     model = (ModelSource.from_path(req.model_path) if req.model_path
              else ModelSource.from_path(source.model, f"builtin:{source.name}"))
-    anchor = source.config(1000) if (preset or not req.platform_path) else None
+    # the preset's HPL parameters (N is chosen later; large enough for any preset's NB)
+    anchor = source.config(1 << 20) if (preset or not req.platform_path) else None
     return platform, model, anchor
 
 
@@ -82,7 +83,7 @@ def run_tune(req: TuneRequest) -> dict:
     if ranks > slots:
         raise HplsimError(f"--ranks {ranks}: the platform {platform.label} has only {slots} rank slots")
     hosts = platform.slots[:ranks]
-    base = req.dat.configs()[0] if req.dat is not None else (preset_config or HplConfig(n=1000))
+    base = req.dat.configs()[0] if req.dat is not None else (preset_config or HplConfig(n=1 << 20))
     base = HplConfig(**{**base.as_dict(), **req.base_changes})
     space = make_space(ranks, base, req.fixed.get("nbs"), req.fixed.get("grids"),
                        **{k: req.fixed.get(k) for k in ("pfact", "rfact", "bcast", "depth", "swap")})

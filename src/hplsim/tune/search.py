@@ -52,7 +52,7 @@ class Plan:
 
 
 @dataclass
-class Outcome:
+class TuneOutcome:
     best: dict
     top: list[dict]
     sensitivity: list[dict]
@@ -191,7 +191,7 @@ def checked_plan(space: Space, n_plan: int, budget_s: float, anchor: HplConfig) 
 
 
 def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_config: HplConfig,
-           say=lambda m: None) -> Outcome:
+           say=lambda m: None) -> TuneOutcome:
     """`plan`: from `checked_plan`; `n_for(point)`: the final N of a point (the memory
     rule, or the user's -N)."""
     sizes = plan.sizes
@@ -314,7 +314,7 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
         top.append({**_describe(dict(zip(SEARCHED, k))), "n": n_final, "gflops": g,
                     "interval": [iv.low, iv.high], "gflops_at_n_top": top_scores[k],
                     "source": f"the recommendation's figure x {ratio:.4f} (its ratio at N={n_top}, one seed)"})
-    return Outcome(best_entry, top, sensitivity, plan, law, notes, final_interval, n_final, simulated)
+    return TuneOutcome(best_entry, top, sensitivity, plan, law, notes, final_interval, n_final, simulated)
 
 
 def _line_search(space: Space, runner: Runner, winner: dict, best: dict, scores: dict[tuple, float], n: int,
