@@ -258,8 +258,9 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
                                 "change": g / base_g - 1.0})
 
     # 3. final: seeds at N_top, the smaller sizes for the law
-    best_runs = [(space.config(best, n), s) for n in sizes[:reached + 1] for s in [seed]]
-    best_runs += [(space.config(best, n_top), seed + i) for i in range(1, FINAL_SEEDS)]
+    # (the first sizes may coincide: one point each, or the law's degrees of freedom are false)
+    best_runs = list(dict.fromkeys([(space.config(best, n), seed) for n in sizes[:reached + 1]]
+                                   + [(space.config(best, n_top), seed + i) for i in range(1, FINAL_SEEDS)]))
     try:
         final = runner.run(best_runs)
     except BudgetSpent as exc:
