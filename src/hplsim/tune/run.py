@@ -145,6 +145,10 @@ def run_tune(req: TuneRequest) -> dict:
 
                 store.end_sweep(runner.sweep_id, SweepCounts(runner.ran + runner.failed + runner.reused,
                                                             runner.reused, 0, runner.ran, runner.failed), status)
+    # every HPL parameter in each entry: the searched ones and the fixed rest
+    fixed = {k: v for k, v in space.base.as_dict().items()}
+    outcome.top = [{**fixed, **e} for e in outcome.top]
+    outcome.best = outcome.top[0]
     best = outcome.best
     memory_rule = (f"fixed by -N {req.n}" if req.n is not None else
                    f"{req.memory_fraction:g} x {req.memory / 1e9:.4g} GB per node; the largest multiple of NB "
@@ -184,9 +188,7 @@ def run_tune(req: TuneRequest) -> dict:
         "hplsim_version": __version__, "notes": outcome.notes,
     }
     if req.output is not None:
-        config = HplConfig(**{**space.base.as_dict(), **{k: best[k] for k in
-                                                        ("n", "nb", "p", "q", "pfact", "rfact", "bcast", "depth",
-                                                         "swap")}})
+        config = HplConfig(**{k: best[k] for k in space.base.as_dict()})
         write_text(req.output, format_hpl_dat(HplParams.from_config(config)), "the HPL.dat (-o)")
         result["hpl_dat"] = str(req.output)
     return result
