@@ -24,9 +24,16 @@ REFERENCE_NB = 128
 OVERHEAD_S = 0.4
 #: seconds per rank: creating and starting the simulated ranks (about 12 s for 1,024 ranks)
 PER_RANK_S = 0.012
+#: HPL's long broadcasts (BCAST 4 long, 5 longM: a spread then a roll along the process
+#: row) send many more, smaller messages than the rings: 3.9x and 2.9x the 1ringM run's
+#: wall time at 8x32, N = 1024, NB = 64 (2026-11-25); 7 of the 9 long-broadcast runs of a
+#: 20-minute Dahu search overran a timeout planned without this factor
+LONG_BCAST_FACTOR = 4.0
 
 
 def estimate_s(config: HplConfig) -> float:
     """Estimated wall time of one simulation of `config`, in seconds."""
-    law = COEFFICIENT * config.n ** N_EXPONENT * config.ranks ** RANK_EXPONENT
-    return OVERHEAD_S + PER_RANK_S * config.ranks + law * REFERENCE_NB / config.nb
+    law = COEFFICIENT * config.n ** N_EXPONENT * config.ranks ** RANK_EXPONENT * REFERENCE_NB / config.nb
+    if config.bcast in (4, 5):
+        law *= LONG_BCAST_FACTOR
+    return OVERHEAD_S + PER_RANK_S * config.ranks + law

@@ -59,7 +59,7 @@ class Interval:
 
     def text(self) -> str:
         if not self.sources:
-            return "no interval (one seed, no model uncertainty: use --replicates)"
+            return "none (one seed and a model without uncertainty: use --replicates)"
         return f"[{self.low:.4g}, {self.high:.4g}]"
 
 
