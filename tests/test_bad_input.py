@@ -25,6 +25,8 @@ from hplsim.hpl.hpldat import format_hpl_dat
 from helpers import invoke
 
 SMALL = ["-N", "500", "--nb", "64", "-P", "1", "-Q", "2"]
+#: a tune that would run (a few seconds) if nothing were wrong
+TUNE = ["--preset", "dahu", "--ranks", "2", "--memory-per-node", "64MB", "--budget", "10s", "--jobs", "1"]
 
 
 @dataclass
@@ -216,6 +218,8 @@ def _cases() -> list[Case]:
         ("validate", [*SMALL, "--out", "afile"], r"afile.* is a file"),
         ("sweep", ["spec_nb0.yaml"], r"nb"),
         ("sweep", ["good.dat", "--db", "afile/r.sqlite"], r"cannot write the results store \(--db\) afile/r\.sqlite"),
+        ("tune", [*TUNE, "-o", "afile/HPL.dat"], r"cannot write the HPL\.dat \(-o\) afile/HPL\.dat"),
+        ("tune", [*TUNE, "--db", "afile/t.sqlite"], r"cannot write the results store \(--db\) afile/t\.sqlite"),
         ("check", ["history.csv", "--plot", "afile/c"], r"cannot write the charts \(--plot\) into afile/c"),
         ("check", ["history.csv", "--plot", "afile"], r"afile.* is a file"),
     ]:
@@ -360,6 +364,12 @@ def _cases() -> list[Case]:
         ("check", ["history.csv", "--changelog", "changelog_bad.csv"], r"changelog"),
         ("check", ["history.csv", "--outliers", "outliers_bad.csv"], r"outlier"),
         ("build", ["--only", "everything"], r"'everything' is not one of"),
+        ("predict", [*SMALL, "--replicates", "0"], r"Invalid value for '--replicates'"),
+        ("tune", [*TUNE, "--budget", "0"], r"--budget '0': the budget of simulation time must be positive"),
+        ("tune", [*TUNE, "--memory-per-node", "100kB"], r"smaller than one 64x64 block per rank"),
+        ("tune", [*TUNE, "-P", "3", "-Q", "3"], r"process grid 3x3 has 9 ranks, not the 2 to use"),
+        ("tune", [*TUNE, "--pfact", "3"], r"--pfact 3 is not one of HPL's codes"),
+        ("tune", [*TUNE, "--memory-fraction", "1.5"], r"Invalid value for '--memory-fraction'"),
     ]:
         add(Case(f"value-{cmd}-{len(c)}", [cmd, *args], what))
 

@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "platform": ("hplsim.platform.cli", "platform", "Turn a platform spec into SimGrid XML + hostfile."),
     "predict": ("hplsim.predict", "predict_command", "Predict HPL's performance by emulating it on SimGrid/SMPI."),
     "sweep": ("hplsim.sweep.cli", "sweep", "Run many predictions (tuning, what-if) into a results store."),
+    "tune": ("hplsim.tune.cli", "tune", "Recommend the HPL.dat to run: a search under a budget, with intervals."),
     "run-real": ("hplsim.real.cli", "run_real", "Run the real HPL on this machine or an allocation."),
     "validate": ("hplsim.validate.cli", "validate", "Calibrate, fit, predict and run for real; compare."),
     "check": ("hplsim.check.cli", "check", "Non-regression tests on calibration history."),

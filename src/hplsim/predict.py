@@ -35,6 +35,7 @@ from hplsim.outputs import check_dir, check_file, write_json
 from hplsim.platform.spec import Platform, load_platform
 from hplsim.presets import DEFAULT, PRESETS, get_preset
 from hplsim.processes import run_dir
+from hplsim.tune.intervals import Interval, interval, kernel_shares, model_rsd
 
 DEFAULT_TIMEOUT_S = 24 * 3600.0
 
@@ -71,6 +72,8 @@ class Prediction:
     # What the folding costs the kernel, outside PSS (docs/predict.md, Memory).
     sim_mappings: int = 0
     sim_page_table_bytes: int = 0
+    #: relative sd of HPL's time from the model's declared uncertainty (tune/intervals.py)
+    model_rsd: float = 0.0
 
     def to_dict(self) -> dict:
         extra = {"breakdown": self.breakdown} if self.breakdown is not None else {}
@@ -90,6 +93,7 @@ class Prediction:
             "model": self.model,
             "model_digest": self.model_digest,
             "hplsim_version": __version__,
+            **interval([self.gflops], self.model_rsd).to_dict(),
             **extra,
         }
 
@@ -274,6 +278,7 @@ def predict(
             config, seed, gflops, time_s, out.wall_s, out.peak_pss_bytes,
             platform.label, platform.digest(), model.label, model.digest, split if breakdown else None,
             _sampled(model.model, drawn), out.peak_maps, out.peak_page_table_bytes,
+            model_rsd(model.model, kernel_shares(split, time_s)) if split else model_rsd(model.model),
         )
         if trace:
             write_run_trace(trace, work, pred.to_dict())
@@ -346,6 +351,9 @@ def _format_breakdown(p: Prediction) -> str:
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of every random draw (noise, pivots).")
 @click.option("--timeout", type=TIMEOUT, default=DEFAULT_TIMEOUT_S, show_default=True,
               help="Kill a simulation running longer than this (seconds).")
+@click.option("--replicates", type=click.IntRange(1, 1000), default=1, show_default=True,
+              help="Simulate each configuration this many times (seeds SEED, SEED+1, ...): Gflops is their mean "
+                   "and the 90 % interval includes their spread (docs/tune.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per configuration.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Also write the JSON results to this file.")
 @click.option("--keep", type=click.Path(path_type=Path), help="Keep the run directory (inputs, HPL output) here.")
@@ -409,17 +417,25 @@ def predict_command(**opts) -> None:
     show_progress = not opts["as_json"] and sys.stderr.isatty()
     # Each configuration is its own simulation: one that fails does not take the others'
     # results with it. What finished is printed and stored, then the failures are an error.
-    preds: list[Prediction] = []
+    preds: list[list[Prediction]] = []  # per configuration, one per replicate
     failed: list[str] = []
+    replicates = opts["replicates"]
+    if opts["seed"] + replicates - 1 >= 2**64:
+        raise HplsimError(f"--seed {opts['seed']} with --replicates {replicates}: the seeds would pass 2**64-1")
     try:
         for i, config in enumerate(configs):
             keep = (opts["keep"] / f"{i:03d}-{config.label()}-{config.n}") if opts["keep"] else None
             desc = f"{config.label()} N={config.n}" + (f" ({i + 1}/{len(configs)})" if len(configs) > 1 else "") + ": "
             try:
-                with PanelBar(config.n, config.nb, desc, leave=False, disable=not show_progress) as bar:
-                    preds.append(predict(config, platform, model, opts["seed"], opts["timeout"], keep,
-                                         opts["breakdown"], trace, progress=bar if show_progress else None))
-                    bar.finish()
+                runs: list[Prediction] = []
+                for r in range(replicates):
+                    where = keep / f"seed-{opts['seed'] + r}" if keep and replicates > 1 else keep
+                    with PanelBar(config.n, config.nb, desc, leave=False, disable=not show_progress) as bar:
+                        runs.append(predict(config, platform, model, opts["seed"] + r, opts["timeout"], where,
+                                            opts["breakdown"], trace if r == 0 else None,
+                                            progress=bar if show_progress else None))
+                        bar.finish()
+                preds.append(runs)
             except HplsimError as exc:
                 if len(configs) == 1:
                     raise
@@ -434,18 +450,40 @@ def predict_command(**opts) -> None:
                           f"({len(preds)} printed{' and stored' if opts['output'] else ''}); first: {failed[0]}")
 
 
-def _emit(preds: list[Prediction], platform: Platform, model: ModelSource, opts: dict) -> None:
+def _summary(runs: list[Prediction]) -> tuple[dict, Interval]:
+    """One configuration's JSON object: the first seed's run, and with replicates, the mean
+    over seeds as `gflops` / `time_s` and every seed's figures; the 90 % interval."""
+    doc = runs[0].to_dict()
+    iv = interval([p.gflops for p in runs], max(p.model_rsd for p in runs))
+    if len(runs) > 1:
+        doc.update(gflops=iv.central, time_s=sum(p.time_s for p in runs) / len(runs),
+                   seeds=[p.seed for p in runs], gflops_runs=[p.gflops for p in runs],
+                   time_s_runs=[p.time_s for p in runs])
+    doc.update(iv.to_dict())
+    return doc, iv
+
+
+def _emit(preds: list[list[Prediction]], platform: Platform, model: ModelSource, opts: dict) -> None:
     if not preds:
         return
-    doc = [p.to_dict() for p in preds]
+    summaries = [_summary(runs) for runs in preds]
+    doc = [d for d, _ in summaries]
     if opts["output"]:
         write_json(opts["output"], with_warnings(doc), "the results (-o)")
     if opts["as_json"]:
         json.dump(with_warnings(doc), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        click.echo(_format_table(preds))
-        click.echo(f"platform: {platform.label}; model: {model.label}; seed: {opts['seed']}")
-        for p in preds:
-            if p.breakdown:
-                click.echo(_format_breakdown(p))
+        click.echo(_format_table([runs[0] for runs in preds] if opts["replicates"] == 1 else
+                                 [dataclasses.replace(runs[0], gflops=d["gflops"], time_s=d["time_s"])
+                                  for runs, (d, _) in zip(preds, summaries)]))
+        seeds = (f"seeds: {opts['seed']}..{opts['seed'] + opts['replicates'] - 1} (Gflops: their mean)"
+                 if opts["replicates"] > 1 else f"seed: {opts['seed']}")
+        click.echo(f"platform: {platform.label}; model: {model.label}; {seeds}")
+        for runs, (d, iv) in zip(preds, summaries):
+            c = runs[0].config
+            click.echo(f"90 % interval, {c.label()} N={c.n} NB={c.nb} {c.p}x{c.q}: {iv.text()}"
+                       + (f" ({', '.join(iv.sources)})" if iv.sources else ""))
+        for runs in preds:
+            if runs[0].breakdown:
+                click.echo(_format_breakdown(runs[0]))

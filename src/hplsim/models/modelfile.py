@@ -306,6 +306,9 @@ class ModelFile:
     #: kernel -> population law (models/population.py): hosts the file does not name for that
     #: kernel get it drawn per run (`draw_cluster`) before the runtime table is written.
     population: dict[str, Any] = field(default_factory=dict)
+    #: kernel -> relative standard deviation of its mean law's scale (how uncertain the law
+    #: is; the emulation ignores it, prediction intervals use it: tune/intervals.py)
+    uncertainty: dict[str, float] = field(default_factory=dict)
 
     def resolve(self, host: str, cpu: int) -> dict[str, KernelModel]:
         """Kernels of a rank on `host` running on its CPU `cpu` (CPU > host > default)."""
@@ -345,7 +348,8 @@ class ModelFile:
 
         population = {k: replace(p, noise_family="none") for k, p in self.population.items()}
         return ModelFile(host(self.default), {n: host(h) for n, h in self.hosts.items()},
-                         (self.description + " (noise removed)").strip(), self.provenance, population)
+                         (self.description + " (noise removed)").strip(), self.provenance, population,
+                         dict(self.uncertainty))
 
     def check_hosts(self, hosts: list[str]) -> None:
         if self.default is None:
@@ -506,7 +510,8 @@ def model_from_dict(doc: Any, source: str = "<model>") -> ModelFile:
             raise _Invalid(f"'format' must be {FORMAT_NAME!r}")
         if doc.get("version") != FORMAT_VERSION:
             raise _Invalid(f"unsupported 'version' {doc.get('version')!r} (this hplsim reads {FORMAT_VERSION})")
-        unknown = set(doc) - {"format", "version", "description", "provenance", "default", "hosts", "population"}
+        unknown = set(doc) - {"format", "version", "description", "provenance", "default", "hosts", "population",
+                              "uncertainty"}
         if unknown:
             raise _Invalid(f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
         default = _host(doc["default"], "default") if doc.get("default") is not None else None
@@ -517,9 +522,32 @@ def model_from_dict(doc: Any, source: str = "<model>") -> ModelFile:
         if default is None and not hosts:
             raise _Invalid("neither a 'default' entry nor any host")
         population = _population(doc.get("population"))
+        uncertainty = _uncertainty(doc.get("uncertainty"))
     except _Invalid as exc:
         raise HplsimError(f"invalid model file {source}: {exc}") from None
-    return ModelFile(default, hosts, str(doc.get("description") or ""), doc.get("provenance"), population)
+    return ModelFile(default, hosts, str(doc.get("description") or ""), doc.get("provenance"), population,
+                     uncertainty)
+
+
+def _uncertainty(raw: Any) -> dict[str, float]:
+    """``{dgemm: {rsd: 0.02}}``: each kernel's relative standard deviation, in [0, 1)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _Invalid("uncertainty: expected a mapping of kernel name -> {rsd: value}")
+    out = {}
+    for k, v in raw.items():
+        where = f"uncertainty.{k}"
+        if str(k) not in KERNEL_VARIABLES:
+            raise _Invalid(f"{where}: unknown kernel {k!r}")
+        if not isinstance(v, Mapping):
+            raise _Invalid(f"{where}: expected a mapping with 'rsd'")
+        _only(v, {"rsd"}, where)
+        rsd = _number(v.get("rsd"), f"{where}.rsd", nonnegative=True)
+        if rsd >= 1:
+            raise _Invalid(f"{where}.rsd: {rsd} is not a relative standard deviation below 1")
+        out[str(k)] = rsd
+    return out
 
 
 def _population(raw: Any) -> dict[str, Any]:
@@ -596,6 +624,8 @@ def model_to_dict(model: ModelFile) -> dict:
         from hplsim.models.population import population_to_dict
 
         doc["population"] = {k: population_to_dict(p) for k, p in model.population.items()}
+    if model.uncertainty:
+        doc["uncertainty"] = {k: {"rsd": float(v)} for k, v in model.uncertainty.items()}
     return doc
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from hplsim.hpl.config import BCAST_NAMES
 from hplsim.outputs import atomic
 from hplsim.sweep.store import HPL_COLUMNS
+from hplsim.tune.intervals import t_half
 
 #: What makes two runs "the same configuration" (they differ only by seed).
 GROUP_COLUMNS = [*HPL_COLUMNS, "label", "platform", "platform_variation", "platform_digest", "model",
@@ -38,9 +39,13 @@ def configurations(df: pd.DataFrame) -> pd.DataFrame:
     deviation and number of seeds, best first."""
     ok = df[df["status"] == "ok"]
     if ok.empty:
-        return pd.DataFrame(columns=[*GROUP_COLUMNS, "mean", "min", "max", "std", "seeds"])
+        return pd.DataFrame(columns=[*GROUP_COLUMNS, "mean", "min", "max", "std", "seeds", "low", "high"])
     g = ok.groupby(GROUP_COLUMNS, sort=False, dropna=False)["gflops"]
     out = g.agg(["mean", "min", "max", "std", "count"]).rename(columns={"count": "seeds"}).reset_index()
+    # the 90 % interval for one more run, from the seeds' spread (tune/intervals.py); one seed: none
+    half = [t_half(sd, int(k)) if k >= 2 else float("nan") for sd, k in zip(out["std"], out["seeds"])]
+    out["low"] = out["mean"] - half
+    out["high"] = out["mean"] + half
     return out.sort_values("mean", ascending=False, kind="stable").reset_index(drop=True)
 
 
@@ -141,7 +146,7 @@ def summary(df: pd.DataFrame, source: str, top: int = 10) -> str:
     if not confs.empty:
         params = varying(df)
         many_seeds = confs["seeds"].max() > 1
-        headers = ["#", "Gflops"] + (["min", "max", "sd", "seeds"] if many_seeds else []) + \
+        headers = ["#", "Gflops"] + (["min", "max", "sd", "seeds", "90 % interval"] if many_seeds else []) + \
                   [p.upper() for p in params] + ["T/V"] + \
                   (["platform", "model"] if many else [])
         rows = []
@@ -149,13 +154,15 @@ def summary(df: pd.DataFrame, source: str, top: int = 10) -> str:
             row = [str(i + 1), f"{r['mean']:.4g}"]
             if many_seeds:
                 sd = "" if pd.isna(r["std"]) else f"{r['std']:.3g}"
-                row += [f"{r['min']:.4g}", f"{r['max']:.4g}", sd, str(int(r["seeds"]))]
+                iv = "" if pd.isna(r["low"]) else f"[{max(r['low'], 0):.4g}, {r['high']:.4g}]"
+                row += [f"{r['min']:.4g}", f"{r['max']:.4g}", sd, str(int(r["seeds"])), iv]
             row += [str(int(r[p])) for p in params] + [str(r["label"])]
             if many:
                 row += [str(r["platform_name"]), str(r["model_name"])]
             rows.append(row)
         lines += ["", f"Best configurations (of {len(confs)}; Gflops = mean over seeds"
-                      + ("; min, max, sd: spread across seeds)" if many_seeds else ")"),
+                      + ("; min, max, sd: spread across seeds; 90 % interval for one more run, from the seeds)"
+                         if many_seeds else ")"),
                   _table(headers, rows)]
         if "bcast" in params:
             lines.append("BCAST: " + ", ".join(f"{k} {v}" for k, v in BCAST_NAMES.items()))

@@ -1,0 +1,39 @@
+"""What a simulation will cost before it runs: the growth law of docs/predict.md ("Cost of a
+simulation": wall ≈ 2.95e-6 · N^1.04 · (P·Q)^1.01 s at NB = 128 on this kind of machine),
+scaled by 128/NB (SMPI's cost is per event, and HPL's events come per panel: N/NB panels),
+plus the launch of smpirun and the creation of the simulated ranks, whatever N: 12–17 s
+measured for 1,024 ranks at N = 568 on the loaded shared machine (load 10 on 2 cores), where
+the law says 2.4 s; 0.17 s for 4 ranks at N = 2000.
+
+The law plans the search (it is deterministic: the same inputs give the same plan on any
+machine, hence the same recommendation); the budget itself is enforced on the measured
+times (search.py), so a machine slower than the law's only ends the search earlier, with a
+warning.
+"""
+
+from __future__ import annotations
+
+from hplsim.hpl.config import HplConfig
+
+COEFFICIENT = 2.95e-6
+N_EXPONENT = 1.04
+RANK_EXPONENT = 1.01
+REFERENCE_NB = 128
+#: seconds: smpirun's launch, reading the platform, HPL's set-up (0.17 s measured for 2x2 at
+#: N = 2000 on the shared machine; doubled)
+OVERHEAD_S = 0.4
+#: seconds per rank: creating and starting the simulated ranks (about 12 s for 1,024 ranks)
+PER_RANK_S = 0.012
+#: HPL's long broadcasts (BCAST 4 long, 5 longM: a spread then a roll along the process
+#: row) send many more, smaller messages than the rings: 3.9x and 2.9x the 1ringM run's
+#: wall time at 8x32, N = 1024, NB = 64 (2026-11-25); 7 of the 9 long-broadcast runs of a
+#: 20-minute Dahu search overran a timeout planned without this factor
+LONG_BCAST_FACTOR = 4.0
+
+
+def estimate_s(config: HplConfig) -> float:
+    """Estimated wall time of one simulation of `config`, in seconds."""
+    law = COEFFICIENT * config.n ** N_EXPONENT * config.ranks ** RANK_EXPONENT * REFERENCE_NB / config.nb
+    if config.bcast in (4, 5):
+        law *= LONG_BCAST_FACTOR
+    return OVERHEAD_S + PER_RANK_S * config.ranks + law

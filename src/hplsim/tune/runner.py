@@ -1,0 +1,149 @@
+"""Running the search's simulations under a hard budget, through the sweep's store and
+executors: a run already in the store (same configuration, seed, platform and model) is
+reused at no cost, so a tune that was interrupted, or re-run with a larger budget, only
+runs what it lacks.
+
+The budget counts the simulations' measured wall time (seconds of one core each). Before a
+batch starts, its estimated cost (cost.py) must fit in what is left; each run of the batch
+gets a timeout of its share of what is left (its estimate scaled up to the remaining
+budget), so the batch, run to the end, cannot overspend: a run that overruns its share is
+killed and stored as failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from hplsim.errors import HplsimError
+from hplsim.hpl.config import HplConfig
+from hplsim.sweep.executors import Executor
+from hplsim.sweep.store import ResultStore
+from hplsim.sweep.tasks import Outcome, Task, config_hash, config_key, run_task
+from hplsim.sweep.variants import Variant
+from hplsim.tune.cost import estimate_s
+
+
+#: seconds per run that its timeout does not bound: writing its inputs, killing smpirun
+RESERVE_PER_RUN_S = 0.3
+
+
+class BudgetSpent(HplsimError):
+    """The next batch does not fit in what is left of the budget."""
+
+
+@dataclass
+class Result:
+    gflops: float
+    time_s: float
+
+
+@dataclass
+class Runner:
+    variant: Variant
+    store: ResultStore
+    executor: Executor | None  # None: in this process, one run after the other
+    budget_s: float
+    spent_s: float = 0.0
+    reused: int = 0
+    ran: int = 0
+    failed: int = 0
+    sweep_id: int | None = None
+    log: list[str] = field(default_factory=list)
+    mine: set[str] = field(default_factory=set)  # runs this tune launched (the rest were in the store)
+    counted: set[str] = field(default_factory=set)
+
+    def _task(self, config: HplConfig, seed: int, timeout: float | None) -> Task:
+        key = config_key(config, seed, self.variant.platform_digest, self.variant.model.digest)
+        return Task(config, seed, 0, key, config_hash(key), timeout)
+
+    def estimate(self, runs: Sequence[tuple[HplConfig, int]]) -> float:
+        """Estimated cost of the runs the store does not hold yet."""
+        todo = self._missing(runs)
+        return sum(estimate_s(c) for c, _ in todo)
+
+    def _missing(self, runs: Sequence[tuple[HplConfig, int]]) -> list[tuple[HplConfig, int]]:
+        runs = list(dict.fromkeys(runs))
+        stored = self.store.statuses(self._task(c, s, None).hash for c, s in runs)
+        return [(c, s) for c, s in runs if stored.get(self._task(c, s, None).hash) != "ok"]
+
+    def run(self, runs: Sequence[tuple[HplConfig, int]]) -> dict[tuple[HplConfig, int], Result]:
+        """Every run's result (failed runs left out); BudgetSpent if the missing ones'
+        estimate exceeds what is left."""
+        runs = list(dict.fromkeys(runs))
+        todo = self._missing(runs)
+        # a run's set-up and its kill on timeout happen outside its timeout: kept in reserve
+        left = self.budget_s - self.spent_s - RESERVE_PER_RUN_S * len(todo)
+        estimate = sum(estimate_s(c) for c, _ in todo)
+        if todo and estimate > left:
+            raise BudgetSpent(f"the next {len(todo)} simulation(s) need about "
+                              f"{estimate + RESERVE_PER_RUN_S * len(todo):.1f} s, "
+                              f"{max(self.budget_s - self.spent_s, 0):.1f} s of the budget are left")
+        if todo:
+            scale = left / estimate
+            tasks = [self._task(c, s, estimate_s(c) * scale) for c, s in todo]
+            for task, outcome in self._execute(tasks):
+                self.mine.add(task.hash)
+                self.spent_s += outcome.sim_wall_s or 0.0
+                self.store.record(task, self.variant, outcome, self.sweep_id)
+                if outcome.status == "ok":
+                    self.ran += 1
+                else:
+                    self.failed += 1
+                    self.log.append(f"N={task.config.n} NB={task.config.nb} {task.config.p}x{task.config.q} "
+                                    f"{task.config.label()} seed {task.seed}: {outcome.error}")
+        for c, s in runs:  # each stored run this tune did not launch, once
+            h = self._task(c, s, None).hash
+            if h not in self.mine and h not in self.counted:
+                self.counted.add(h)
+                self.reused += 1
+        by_hash = {r["hash"]: r for r in self.store.runs("ok")} if runs else {}
+        out = {}
+        for c, s in runs:
+            row = by_hash.get(self._task(c, s, None).hash)
+            if row is not None:
+                out[(c, s)] = Result(float(row["gflops"]), float(row["time_s"]))
+        return out
+
+    def shares(self, config: HplConfig, seed: int) -> dict[str, float] | None:
+        """Each kernel's share of HPL's time in one more run of `config` (in this process,
+        with the per-kernel report), for the model part of the interval; None when the model
+        declares no uncertainty, or the budget cannot pay for it."""
+        from hplsim.predict import predict
+        from hplsim.tune.intervals import kernel_shares
+
+        left = self.budget_s - self.spent_s - RESERVE_PER_RUN_S
+        if not self.variant.model.model.uncertainty or estimate_s(config) > left:
+            return None
+        start = time.perf_counter()
+        try:
+            p = predict(config, self.variant.platform, self.variant.model, seed, left, breakdown=True)
+        except HplsimError as exc:
+            self.log.append(f"the kernel shares' run failed: {exc}")
+            return None
+        finally:
+            self.spent_s += time.perf_counter() - start
+        return kernel_shares(p.breakdown, p.time_s)
+
+    def _execute(self, tasks: list[Task]) -> Iterator[tuple[Task, Outcome]]:
+        by_hash = {t.hash: t for t in tasks}
+        if self.executor is None:
+            for t in tasks:
+                start = time.perf_counter()
+                outcome = run_task(t, self.variant)
+                if outcome.sim_wall_s is None:  # a failure before the simulation: its time still counts
+                    outcome = Outcome(**{**outcome.__dict__, "sim_wall_s": time.perf_counter() - start})
+                yield t, outcome
+            return
+        with contextlib.closing(self.executor.run(tasks, [self.variant])) as outcomes:
+            for outcome in outcomes:
+                task = by_hash.get(outcome.hash)
+                if task is not None:
+                    yield task, outcome
+
+
+def open_store(db: Path | None, scratch: Path) -> ResultStore:
+    return ResultStore(db if db is not None else scratch / "tune.sqlite")

@@ -1,0 +1,350 @@
+"""The search: successive halving over problem sizes, a one-at-a-time refinement that is
+also the sensitivity table, and a final stage that gives the recommendation its interval.
+
+1. Screening (successive halving, Jamieson & Talwalkar 2016; Hyperband's inner loop): m0
+   configurations, every process grid equally represented and the rest drawn at random
+   (seeded), plus the preset's own configuration, are simulated at N_top/8; the best third
+   goes on to N_top/4, its best third to N_top/2, its best third to N_top. Cheap small runs
+   eliminate the clearly bad; the expensive sizes are spent on the few that remain.
+2. Refinement and sensitivity: around the winner at N_top, every other value of each
+   parameter one at a time (NB and the grid: the neighbouring values). The best of these
+   becomes the recommendation; their changes are the sensitivity table.
+3. Final: the recommendation at N_top with more seeds (the noise part of its interval) and
+   at the smaller sizes (the Gflops(N) law, law.py), extrapolated to the memory-derived N.
+
+The plan (sizes, how many configurations) is made from estimated costs only (cost.py), so
+the same inputs and seed give the same search and the same recommendation; the measured
+times only enforce the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import fmean, stdev
+
+import numpy as np
+
+from hplsim.errors import HplsimError, warn
+from hplsim.hpl.config import HplConfig
+from hplsim.tune.constraints import SEARCHED, Space
+from hplsim.tune.cost import estimate_s
+from hplsim.tune.intervals import Interval, combine, model_rsd, t_half, z_half
+from hplsim.tune.law import Law, compute_coefficients, fit_law
+from hplsim.tune.runner import BudgetSpent, Runner
+
+ETA = 3  # successive halving keeps the best 1/ETA at each size
+#: ordered parameters along which the refinement keeps stepping while Gflops improves
+LINE = ("grid", "nb")
+RUNGS = 4  # N_top/8, /4, /2, N_top
+FINAL_SEEDS = 3  # seeds of the recommendation at N_top
+MIN_SCREENED_PER_GRID = 2
+#: the share of the budget the refinement and final stages may take (the screening gets the rest)
+LATE_SHARE = 0.5
+N_ROUND = 8
+
+
+@dataclass
+class Plan:
+    sizes: tuple[int, ...]  # the rungs' N, smallest first; the last is N_top
+    screened: int  # configurations at the first rung
+    estimate_s: float
+
+
+@dataclass
+class TuneOutcome:
+    best: dict
+    top: list[dict]
+    sensitivity: list[dict]
+    plan: Plan
+    law: Law | None
+    notes: list[str] = field(default_factory=list)
+    interval: Interval | None = None
+    n_final: int = 0
+    simulated: dict = field(default_factory=dict)
+
+
+def _round(n: float) -> int:
+    return max(N_ROUND, int(n) // N_ROUND * N_ROUND)
+
+
+def rung_sizes(n_top: int, floor: int) -> tuple[int, ...]:
+    """N_top/8, /4, /2, N_top, none below `floor` (two blocks of the largest NB, so that every
+    configuration runs at every size; with a small budget the first sizes coincide, and the
+    halving goes on on the same runs, reused from the store)."""
+    return tuple(max(floor, _round(n_top / 2 ** (RUNGS - 1 - r))) for r in range(RUNGS))
+
+
+def floor_n(space: Space) -> int:
+    return _round(2 * max(space.nbs))
+
+
+def neighbours(space: Space, point: dict) -> list[tuple[str, dict]]:
+    """One parameter changed at a time: every other value of a code, the adjacent values of
+    NB and of the grid (in the space's order)."""
+    out = []
+    for name in SEARCHED:
+        values = list(space.values(name))
+        if len(values) < 2:
+            continue
+        i = values.index(point[name])
+        others = [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)] if name in ("nb", "grid") \
+            else [v for v in values if v != point[name]]
+        out += [(name, {**point, name: v}) for v in others]
+    return out
+
+
+def _screen_cost(m0: int, sizes: tuple[int, ...], ref: HplConfig) -> float:
+    total, m = 0.0, m0
+    for n in sizes:
+        total += m * estimate_s(_at(ref, n))
+        m = max(1, math.ceil(m / ETA))
+    return total
+
+
+def _late_cost(space: Space, sizes: tuple[int, ...], ref: HplConfig) -> float:
+    n_top = sizes[-1]
+    oat = len(neighbours(space, _point_of(ref, space))) + sum(max(0, len(space.values(k)) - 3) for k in LINE)
+    # the final seeds, and one run for the kernels' shares (the model part of the interval)
+    return ((oat + FINAL_SEEDS) * estimate_s(_at(ref, n_top))
+            + sum(estimate_s(_at(ref, n)) for n in sizes[:-1]))
+
+
+def _at(c: HplConfig, n: int) -> HplConfig:
+    return HplConfig(**{**c.as_dict(), "n": n, "nb": min(c.nb, n)})
+
+
+def _point_of(c: HplConfig, space: Space) -> dict:
+    """The space's point nearest the configuration (its own values where the space has them)."""
+    point = {}
+    for name in SEARCHED:
+        values = space.values(name)
+        own = (c.p, c.q) if name == "grid" else getattr(c, name)
+        point[name] = own if own in values else values[len(values) // 2]
+    return point
+
+
+def make_plan(space: Space, n_final: int, budget_s: float, ref: HplConfig) -> Plan | None:
+    """The largest N_top (at most n_final) whose refinement and final stages fit in
+    LATE_SHARE of the budget while the screening of MIN_SCREENED_PER_GRID configurations
+    per grid fits in the rest; then as many screened configurations as the rest pays for."""
+    minimum = min(space.size, MIN_SCREENED_PER_GRID * len(space.grids))
+    n_top = _round(n_final)
+    smallest = floor_n(space)
+    n_top = max(n_top, smallest)
+    while True:
+        sizes = rung_sizes(n_top, smallest)
+        late = _late_cost(space, sizes, ref)
+        if late <= LATE_SHARE * budget_s and late + _screen_cost(minimum, sizes, ref) <= budget_s:
+            break
+        if n_top <= smallest:
+            return None
+        n_top = max(smallest, _round(n_top * 0.8))
+    m0 = minimum
+    while m0 < space.size and late + _screen_cost(m0 + 1, sizes, ref) <= budget_s:
+        m0 += 1
+    return Plan(sizes, m0, late + _screen_cost(m0, sizes, ref))
+
+
+def first_rung(space: Space, m0: int, anchor: dict, seed: int) -> list[dict]:
+    """m0 points: the anchor, then round-robin over the grids, each grid's points drawn at
+    random (seeded) from the rest of the space."""
+    if m0 >= space.size:
+        return space.points()
+    rng = np.random.default_rng(seed)
+    rest = {k: space.values(k) for k in SEARCHED if k != "grid"}
+    chosen = [anchor]
+    seen = {_key(anchor)}
+    attempts = 0
+    while len(chosen) < m0 and attempts < 100 * m0:
+        for g in space.grids:
+            if len(chosen) >= m0:
+                break
+            point = {"grid": g, **{k: v[int(rng.integers(len(v)))] for k, v in rest.items()}}
+            attempts += 1
+            if _key(point) in seen:
+                continue
+            seen.add(_key(point))
+            chosen.append(point)
+    return chosen
+
+
+def _key(point: dict) -> tuple:
+    return tuple(point[k] for k in SEARCHED)
+
+
+def _describe(point: dict) -> dict:
+    p, q = point["grid"]
+    return {"p": p, "q": q, **{k: point[k] for k in SEARCHED if k != "grid"}}
+
+
+def checked_plan(space: Space, n_plan: int, budget_s: float, anchor: HplConfig) -> Plan:
+    """The plan, or one error saying what budget the smallest useful search needs."""
+    plan = make_plan(space, n_plan, budget_s, anchor)
+    if plan is None:
+        smallest = rung_sizes(floor_n(space), floor_n(space))
+        need = _late_cost(space, smallest, anchor) / LATE_SHARE
+        raise HplsimError(f"the budget ({budget_s:.0f} s) is too small for the smallest useful search on "
+                          f"{anchor.ranks} ranks (about {need:.0f} s: N up to {smallest[-1]}); "
+                          "raise --budget or fix more parameters")
+    return plan
+
+
+def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_config: HplConfig,
+           say=lambda m: None) -> TuneOutcome:
+    """`plan`: from `checked_plan`; `n_for(point)`: the final N of a point (the memory
+    rule, or the user's -N)."""
+    sizes = plan.sizes
+    say(f"plan: {plan.screened} configurations at N={sizes[0]}, the best third at each of N="
+        f"{', '.join(map(str, sizes[1:]))}; estimated {plan.estimate_s:.0f} s of simulation")
+    anchor = _point_of(anchor_config, space)
+    notes: list[str] = []
+
+    # 1. successive halving
+    alive = first_rung(space, plan.screened, anchor, seed)
+    scores: dict[int, dict[tuple, float]] = {}
+    reached = 0
+    try:
+        for r, n in enumerate(sizes):
+            configs = {_key(pt): space.config(pt, n) for pt in alive if min(pt["nb"], n) == pt["nb"]}
+            results = runner.run([(c, seed) for c in configs.values()])
+            scores[n] = {k: results[(c, seed)].gflops for k, c in configs.items() if (c, seed) in results}
+            if not scores[n]:
+                break
+            reached = r
+            ranked = sorted(scores[n], key=lambda k: -scores[n][k])
+            count = len(scores[n])
+            say(f"N={n}: {count} configuration{'s' if count > 1 else ''} simulated, "
+                f"best {scores[n][ranked[0]]:.4g} Gflops")
+            if r < len(sizes) - 1:
+                keep = max(1, math.ceil(len(ranked) / ETA))
+                alive = [dict(zip(SEARCHED, k)) for k in ranked[:keep]]
+    except BudgetSpent as exc:
+        if not scores:
+            raise HplsimError(f"tune: the budget ran out before the first simulations ({exc})") from None
+        warn(f"tune: the budget ran out during the screening ({exc}); the recommendation comes from N="
+             f"{sizes[reached]}")
+        notes.append(f"budget ran out during the screening at N={sizes[reached + 1] if reached + 1 < len(sizes) else sizes[-1]}")
+    if not scores or not any(scores.values()):
+        raise HplsimError("tune: no simulation succeeded" + (f" (first failure: {runner.log[0]})" if runner.log else ""))
+    n_top = sizes[reached]
+    top_scores = scores[n_top]
+    winner = dict(zip(SEARCHED, max(top_scores, key=lambda k: top_scores[k])))
+
+    # 2. one parameter at a time around the winner: refinement and sensitivity
+    around = neighbours(space, winner)
+    try:
+        configs = [(name, pt, space.config(pt, n_top)) for name, pt in around if pt["nb"] <= n_top]
+        results = runner.run([(c, seed) for _, _, c in configs])
+        for name, pt, c in configs:
+            if (c, seed) in results:
+                top_scores[_key(pt)] = results[(c, seed)].gflops
+    except BudgetSpent as exc:
+        warn(f"tune: the budget ran out before the sensitivity runs ({exc}); no sensitivity table")
+        around = []
+    best = dict(zip(SEARCHED, max(top_scores, key=lambda k: top_scores[k])))
+    best = _line_search(space, runner, winner, best, top_scores, n_top, seed)
+    if best != winner:
+        changed = next(k for k in SEARCHED if best[k] != winner[k])
+        notes.append(f"the one-at-a-time refinement changed {changed} of the screening's winner "
+                     f"({winner[changed]} -> {best[changed]}); the sensitivity table is around the screening's "
+                     "winner")
+    base_g = top_scores[_key(winner)]
+    sensitivity = []
+    for name, pt in around:
+        g = top_scores.get(_key(pt))
+        if g is not None:
+            sensitivity.append({"parameter": name, "value": _value(pt[name]), "gflops": g,
+                                "change": g / base_g - 1.0})
+
+    # 3. final: seeds at N_top, the smaller sizes for the law
+    # (the first sizes may coincide: one point each, or the law's degrees of freedom are false)
+    best_runs = list(dict.fromkeys([(space.config(best, n), seed) for n in sizes[:reached + 1]]
+                                   + [(space.config(best, n_top), seed + i) for i in range(1, FINAL_SEEDS)]))
+    try:
+        final = runner.run(best_runs)
+    except BudgetSpent as exc:
+        warn(f"tune: the budget ran out before the final runs ({exc}); the interval has one seed only")
+        final = runner.run([(space.config(best, n_top), seed)])
+    at_top = [final[(c, s)] for c, s in best_runs if c.n == n_top and (c, s) in final]
+    best_config = space.config(best, n_top)
+    a = compute_coefficients(runner.variant.model.model, runner.variant.platform.slots[:best_config.ranks],
+                             best_config.nb)
+    done = [(c, s) for c, s in best_runs if (c, s) in final]
+    law = fit_law([c.n for c, _ in done], [final[r].time_s for r in done], a) if a else None
+    shares = runner.shares(space.config(best, n_top), seed)
+    rsd = model_rsd(runner.variant.model.model, shares)
+    if runner.variant.model.model.uncertainty and shares is None:
+        notes.append("the model part of the interval uses the bound max rsd (no run left for the kernels' shares)")
+    n_final = n_for(best)
+    g_top = [r.gflops for r in at_top]
+    sd = stdev(g_top) if len(g_top) >= 2 else None
+    mean_top = fmean(g_top)
+    simulated = {"n": n_top, "gflops": mean_top, "seeds": len(g_top),
+                 "interval": None}
+    top_interval = combine(mean_top, [t_half(sd or 0.0, len(g_top)), z_half(rsd, mean_top)], len(g_top), sd, rsd)
+    simulated["interval"] = [top_interval.low, top_interval.high]
+    if n_final <= n_top or law is None:
+        if n_final > n_top:
+            notes.append(f"no Gflops(N) law (too few sizes, or a model without a polynomial dgemm law to give "
+                         f"its compute term): the figure is at the largest simulated N={n_top}, not at N={n_final}")
+        final_interval = top_interval
+        source = f"simulated at N={n_top} ({len(g_top)} seeds)"
+    else:
+        g, lo, hi = law.gflops_interval(n_final)
+        law_half = g * math.log(hi / g)  # the law's own interval, as a relative (log) half-width
+        final_interval = combine(g, [law_half, t_half(sd or 0.0, len(g_top)) * g / mean_top, z_half(rsd, g)],
+                                 len(g_top), sd, rsd)
+        source = (f"extrapolated from N={min(law.sizes)}..{max(law.sizes)} to N={n_final} (x{n_final / n_top:.3g}) "
+                  f"by the law {law.to_dict()['form']}; the compute term is {100 * law.compute_share(n_top):.2g} % "
+                  f"of the time at N={n_top}, {100 * law.compute_share(n_final):.2g} % at N={n_final}")
+    sources = final_interval.sources + ([f"the Gflops(N) law ({law.dof} degrees of freedom)"]
+                                        if n_final > n_top and law is not None else [])
+    best_entry = {**_describe(best), "n": n_final, "gflops": final_interval.central,
+                  "interval": [final_interval.low, final_interval.high], "interval_sources": sources,
+                  "source": source}
+    top = [best_entry]
+    for k in sorted(top_scores, key=lambda k: -top_scores[k]):
+        if k == _key(best) or len(top) >= 10:
+            continue
+        ratio = top_scores[k] / top_scores[_key(best)]
+        g = final_interval.central * ratio
+        rel = math.log(final_interval.high / final_interval.central) if final_interval.central > 0 else 0.0
+        # the recommendation's relative width, and one seed's noise for this configuration's ratio
+        iv = combine(g, [g * rel, t_half(sd or 0.0, len(g_top)) / mean_top * g], 1, None, rsd)
+        top.append({**_describe(dict(zip(SEARCHED, k))), "n": n_final, "gflops": g,
+                    "interval": [iv.low, iv.high], "gflops_at_n_top": top_scores[k],
+                    "source": f"the recommendation's figure x {ratio:.4f} (its ratio at N={n_top}, one seed)"})
+    return TuneOutcome(best_entry, top, sensitivity, plan, law, notes, final_interval, n_final, simulated)
+
+
+def _line_search(space: Space, runner: Runner, winner: dict, best: dict, scores: dict[tuple, float], n: int,
+                 seed: int) -> dict:
+    """When the best neighbour moved the grid or NB, keep stepping that way while Gflops
+    improves: the screening at small N misjudges what favours large N (a squarer grid,
+    a larger NB), and the neighbours only look one step away."""
+    for name in LINE:
+        if best[name] == winner[name]:
+            continue
+        values = list(space.values(name))
+        step = 1 if values.index(best[name]) > values.index(winner[name]) else -1
+        while 0 <= values.index(best[name]) + step < len(values):
+            nxt = {**best, name: values[values.index(best[name]) + step]}
+            if nxt["nb"] > n:
+                break
+            config = space.config(nxt, n)
+            try:
+                result = runner.run([(config, seed)]).get((config, seed))
+            except BudgetSpent:
+                break
+            if result is None:
+                break
+            scores[_key(nxt)] = result.gflops
+            if result.gflops <= scores[_key(best)]:
+                break
+            best = nxt
+    return best
+
+
+def _value(v):
+    return f"{v[0]}x{v[1]}" if isinstance(v, tuple) else v

@@ -1,0 +1,147 @@
+"""hplsim tune: a real (tiny) search end to end, resumed from its store, reproducible;
+bad constraints refused before any simulation; the memory rule and the budget."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hplsim.hpl.hpldat import read_hpl_dat
+from hplsim.tune.constraints import grids_of, make_space, memory_n, node_bytes, numroc, parse_budget, parse_memory
+from hplsim.hpl.config import HplConfig
+from hplsim.models.modelfile import load_model, model_from_dict, model_to_dict, save_model
+from hplsim.presets import DEFAULT
+from inprocess import invoke
+
+# 2 ranks of a Dahu node, a few configurations, tiny N: a search of a few seconds; the Dahu
+# model with a declared uncertainty (m.yaml, written by the fixture)
+TINY = ["tune", "--platform", str(DEFAULT.platform), "--ranks-per-host", "32", "--model", "m.yaml", "--ranks", "2",
+        "--memory-per-node", "64MB", "--budget", "10s",
+        "--nb", "64,128", "--pfact", "1", "--rfact", "2", "--bcast", "1", "--depth", "0,1", "--swap", "0", "--jobs", "1",
+        "--json"]
+
+
+def _model(where):
+    doc = model_to_dict(load_model(DEFAULT.model))
+    doc["uncertainty"] = {"dgemm": {"rsd": 0.02}, "idamax": {"rsd": 0.5}}
+    save_model(model_from_dict(doc), where / "m.yaml")
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    where = tmp_path_factory.mktemp("tune")
+    _model(where)
+    code, out, err = invoke([*TINY, "--seed", "5", "--db", "a.sqlite", "-o", "HPL.dat"], where)
+    assert code == 0, err
+    return where, json.loads(out)
+
+
+def test_tune_recommends_with_interval_and_writes_hpl_dat(first):
+    where, doc = first
+    best = doc["best"]
+    assert {"n", "nb", "p", "q", "pfact", "rfact", "bcast", "depth", "swap", "gflops", "interval"} <= set(best)
+    lo, hi = best["interval"]
+    assert 0 < lo <= best["gflops"] <= hi
+    assert (best["p"], best["q"]) == (1, 2) and best["nb"] in (64, 128) and best["pfact"] == 1
+    assert doc["top"][0] == best and len(doc["top"]) >= 2
+    # the model part uses the kernels' measured shares: idamax's 50 % weighs next to nothing
+    assert "3 seeds" in best["interval_sources"] and any("model uncertainty" in s for s in best["interval_sources"])
+    assert not any("bound" in n for n in doc["notes"])
+    sim = doc["simulated"]
+    assert (sim["interval"][1] / sim["gflops"] - 1) < 0.2
+    assert all(e["interval"][0] <= e["gflops"] <= e["interval"][1] for e in doc["top"])
+    assert doc["sensitivity"] and {s["parameter"] for s in doc["sensitivity"]} <= {"nb", "depth"}
+    search = doc["search"]
+    assert 0 < search["spent_s"] <= search["budget_s"] == 10.0 and search["simulations"] > 0
+    # the written HPL.dat is the recommendation, and it fits the memory rule
+    dat = read_hpl_dat(where / "HPL.dat")
+    assert dat.ns == (best["n"],) and dat.nbs == (best["nb"],) and dat.grids == ((best["p"], best["q"]),)
+    assert dat.bcasts == (best["bcast"],) and dat.depths == (best["depth"],) and dat.threshold > 0
+    hosts = ["dahu-0.grid5000.fr"] * 2
+    assert node_bytes(best["n"], best["nb"], 1, 2, best["depth"], hosts) <= 0.8 * 64e6
+    assert node_bytes(best["n"] + best["nb"], best["nb"], 1, 2, best["depth"], hosts) > 0.8 * 64e6
+
+
+def test_tune_resumes_from_its_store_and_is_reproducible(first, tmp_path):
+    where, doc = first
+    code, out, err = invoke([*TINY, "--seed", "5", "--db", "a.sqlite"], where)
+    assert code == 0, err
+    again = json.loads(out)
+    assert again["search"]["simulations"] == 0 and again["search"]["reused"] > 0
+    assert again["best"] == doc["best"] and again["top"] == doc["top"]
+    # from scratch (another store), the same recommendation to the bit
+    _model(tmp_path)
+    code, out, err = invoke([*TINY, "--seed", "5", "--db", "b.sqlite"], tmp_path)
+    assert code == 0, err
+    fresh = json.loads(out)
+    assert fresh["best"] == doc["best"] and fresh["sensitivity"] == doc["sensitivity"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--memory-per-node", "100kB"], "smaller than one 64x64 block per rank"),
+    (["--budget", "0"], "must be positive"),
+    (["--budget", "soon"], "not a duration"),
+    (["--budget", "1s"], "budget (1 s) is too small"),
+    (["--memory-per-node", "lots"], "not a memory size"),
+    (["--pfact", "3"], "--pfact 3 is not one of HPL's codes"),
+    (["--bcast", "6"], "--bcast 6 is not one of HPL's codes"),
+    (["--depth", "99"], "--depth 99 is out of range"),
+    (["-P", "3", "-Q", "3"], "process grid 3x3 has 9 ranks, not the 2 to use"),
+    (["--ranks", "5000"], "has only 1024 rank slots"),
+    (["-N", "100000"], "the node would swap"),
+    (["--nb", "0"], "--nb 0 is out of range"),
+])
+def test_bad_constraints_are_one_error_line(tmp_path, args, message):
+    base = ["tune", "--preset", "dahu", "--ranks", "2", "--memory-per-node", "64MB", "--budget", "10s", "--jobs", "1"]
+    code, out, err = invoke([*base, *args], tmp_path)
+    assert code != 0 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hplsim: error:") and message in lines[0], err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_memory_rule_against_the_matrix_size():
+    # numroc deals every row out once: the local matrices add up to HPL's N x (N+1)
+    for n, nb, p in [(10000, 128, 7), (1000, 64, 1), (130, 64, 4), (5, 8, 3)]:
+        assert numroc(n, nb, np.arange(p), p).sum() == n
+    hosts = [f"h{r // 4}" for r in range(16)]
+    n = memory_n(int(2e9), 128, 4, 4, 1, hosts)
+    assert n % 128 == 0 and node_bytes(n, 128, 4, 4, 1, hosts) <= 2e9 < node_bytes(n + 128, 128, 4, 4, 1, hosts)
+    # 4 nodes x 2 GB: the matrix alone, 8 N^2, stays below the total and above 90 % of it
+    assert 0.9 * 8e9 < 8 * n * (n + 1) < 8e9
+    assert memory_n(1000, 128, 4, 4, 1, hosts) == 0
+
+
+def test_units_and_grids():
+    assert parse_memory("192GB") == 192 * 10**9 and parse_memory("192GiB") == 192 * 2**30
+    assert parse_budget("20m") == 1200 and parse_budget("1h30m") == 5400 and parse_budget("90") == 90
+    assert grids_of(1024) == [(1, 1024), (2, 512), (4, 256), (8, 128), (16, 64), (32, 32)]
+    assert grids_of(7) == [(1, 7)]
+    space = make_space(4, HplConfig(n=1000), nbs=(64,), bcast=(1, 2))
+    assert space.grids == ((1, 4), (2, 2)) and space.size == 2 * 1 * 3 * 3 * 2 * 3 * 3
+
+
+def test_budget_is_a_hard_cap_on_a_slower_machine(tmp_path, monkeypatch):
+    """A machine 3x slower than the cost law: every run takes 3x its estimate, or is killed
+    at its timeout (a stand-in for the simulation: the budget's bookkeeping is what is
+    tested). The search stops early, warns, still recommends, and spends at most the budget."""
+    from hplsim.sweep.tasks import Outcome
+    from hplsim.tune import runner
+    from hplsim.tune.cost import estimate_s
+
+    def slower(task, variant):
+        c, took = task.config, 3 * estimate_s(task.config)
+        if task.timeout is not None and took > task.timeout:
+            return Outcome(task.hash, "failed", error="killed", sim_wall_s=task.timeout)
+        gflops = c.n ** 0.5 * (1 + c.depth) / (1 + abs(c.nb - 96) / 64) + task.seed % 3
+        return Outcome(task.hash, "ok", gflops, 2 / 3 * c.n**3 / gflops / 1e9, took, 0)
+
+    monkeypatch.setattr(runner, "run_task", slower)
+    _model(tmp_path)
+    code, out, err = invoke([*TINY, "--seed", "5", "--budget", "12s"], tmp_path)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "budget ran out" in err and doc["warnings"] and doc["best"]["gflops"] > 0
+    assert 9 < doc["search"]["spent_s"] <= doc["search"]["budget_s"] == 12 and doc["search"]["failed"]
