@@ -45,7 +45,7 @@ from hplsim.real.calibration import CalibrationSettings  # noqa: E402
 from hplsim.real.run import Launch, run_real  # noqa: E402
 from hplsim.real.validate import default_configs, validate_local  # noqa: E402
 from hplsim.tune.constraints import DEFAULT_NBS  # noqa: E402
-from hplsim.tune.intervals import interval  # noqa: E402
+from hplsim.models.intervals import interval  # noqa: E402
 from hplsim.tune.run import TuneRequest, run_tune  # noqa: E402
 
 TINY_CONFIGS = [HplConfig(n=n, nb=nb, p=1, q=2, depth=d) for n in (1000, 1500) for nb in (64, 128) for d in (0, 1)]

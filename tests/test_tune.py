@@ -13,7 +13,7 @@ from hplsim.tune.constraints import grids_of, make_space, memory_n, node_bytes, 
 from hplsim.hpl.config import HplConfig
 from hplsim.models.modelfile import load_model, model_from_dict, model_to_dict, save_model
 from hplsim.presets import DEFAULT
-from inprocess import invoke
+from helpers import invoke
 
 # 2 ranks of a Dahu node, a few configurations, tiny N: a search of a few seconds; the Dahu
 # model with a declared uncertainty (m.yaml, written by the fixture)

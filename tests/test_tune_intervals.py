@@ -12,9 +12,9 @@ import pytest
 from hplsim.errors import HplsimError
 from hplsim.models.modelfile import load_model, model_to_dict, model_from_dict, save_model
 from hplsim.presets import DEFAULT
-from hplsim.tune.intervals import LEVEL, interval, model_rsd
+from hplsim.models.intervals import LEVEL, interval, model_rsd
 from hplsim.tune.law import compute_coefficients, fit_law, hpl_flops
-from inprocess import invoke
+from helpers import invoke
 
 
 def test_seed_interval_covers_one_more_run_at_its_level():

@@ -35,7 +35,7 @@ from hplsim.outputs import check_dir, check_file, write_json
 from hplsim.platform.spec import Platform, load_platform
 from hplsim.presets import DEFAULT, PRESETS, get_preset
 from hplsim.processes import run_dir
-from hplsim.tune.intervals import Interval, interval, kernel_shares, model_rsd
+from hplsim.models.intervals import Interval, interval, kernel_shares, model_rsd
 
 DEFAULT_TIMEOUT_S = 24 * 3600.0
 
@@ -72,7 +72,7 @@ class Prediction:
     # What the folding costs the kernel, outside PSS (docs/predict.md, Memory).
     sim_mappings: int = 0
     sim_page_table_bytes: int = 0
-    #: relative sd of HPL's time from the model's declared uncertainty (tune/intervals.py)
+    #: relative sd of HPL's time from the model's declared uncertainty (models/intervals.py)
     model_rsd: float = 0.0
 
     def to_dict(self) -> dict:

@@ -307,7 +307,7 @@ class ModelFile:
     #: kernel get it drawn per run (`draw_cluster`) before the runtime table is written.
     population: dict[str, Any] = field(default_factory=dict)
     #: kernel -> relative standard deviation of its mean law's scale (how uncertain the law
-    #: is; the emulation ignores it, prediction intervals use it: tune/intervals.py)
+    #: is; the emulation ignores it, prediction intervals use it: models/intervals.py)
     uncertainty: dict[str, float] = field(default_factory=dict)
 
     def resolve(self, host: str, cpu: int) -> dict[str, KernelModel]:

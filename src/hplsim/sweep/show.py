@@ -12,7 +12,7 @@ import pandas as pd
 from hplsim.hpl.config import BCAST_NAMES
 from hplsim.outputs import atomic
 from hplsim.sweep.store import HPL_COLUMNS
-from hplsim.tune.intervals import t_half
+from hplsim.models.intervals import t_half
 
 #: What makes two runs "the same configuration" (they differ only by seed).
 GROUP_COLUMNS = [*HPL_COLUMNS, "label", "platform", "platform_variation", "platform_digest", "model",
@@ -42,7 +42,7 @@ def configurations(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*GROUP_COLUMNS, "mean", "min", "max", "std", "seeds", "low", "high"])
     g = ok.groupby(GROUP_COLUMNS, sort=False, dropna=False)["gflops"]
     out = g.agg(["mean", "min", "max", "std", "count"]).rename(columns={"count": "seeds"}).reset_index()
-    # the 90 % interval for one more run, from the seeds' spread (tune/intervals.py); one seed: none
+    # the 90 % interval for one more run, from the seeds' spread (models/intervals.py); one seed: none
     half = [t_half(sd, int(k)) if k >= 2 else float("nan") for sd, k in zip(out["std"], out["seeds"])]
     out["low"] = out["mean"] - half
     out["high"] = out["mean"] + half

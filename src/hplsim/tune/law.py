@@ -28,7 +28,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from hplsim.models.modelfile import ModelFile
-from hplsim.tune.intervals import LEVEL
+from hplsim.models.intervals import LEVEL
 
 TERMS = (2, 1)  # fitted powers of N (the N³ term comes from the model)
 

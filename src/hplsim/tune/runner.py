@@ -113,7 +113,7 @@ class Runner:
         with the per-kernel report), for the model part of the interval; None when the model
         declares no uncertainty, or the budget cannot pay for it."""
         from hplsim.predict import predict
-        from hplsim.tune.intervals import kernel_shares
+        from hplsim.models.intervals import kernel_shares
 
         left = self.budget_s - self.spent_s - RESERVE_PER_RUN_S
         if not self.variant.model.model.uncertainty or estimate_s(config) > left:

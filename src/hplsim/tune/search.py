@@ -29,7 +29,7 @@ from hplsim.errors import HplsimError, warn
 from hplsim.hpl.config import HplConfig
 from hplsim.tune.constraints import SEARCHED, Space
 from hplsim.tune.cost import estimate_s
-from hplsim.tune.intervals import Interval, combine, model_rsd, t_half, z_half
+from hplsim.models.intervals import Interval, combine, model_rsd, t_half, z_half
 from hplsim.tune.law import Law, compute_coefficients, fit_law
 from hplsim.tune.runner import BudgetSpent, Runner
 
