@@ -1,0 +1,73 @@
+"""Pins of mechanisms the lab notebook found in the simulation (docs/validation.md) that
+are not fixes: what the simulation does today and why, on a small scenario, so that a
+change of the network model or of the emulation that moves them shows here first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from hplsim.emulate.trace import TraceRequest, read_trace
+from hplsim.hpl.config import HplConfig
+from hplsim.platform.spec import load_platform
+from hplsim.predict import ModelSource, predict
+from hplsim.presets import DEFAULT
+
+# E29's slice: one process row per node (row-major grid, block placement), as on Dahu;
+# a narrow link so that the current row's sends of U matter at a small N.
+NODES, RANKS_PER_NODE = 4, 8
+
+
+def _slice(tmp_path: Path, bandwidth: str) -> Path:
+    path = tmp_path / f"slice-{bandwidth}.yaml"
+    path.write_text(yaml.safe_dump({
+        "nodes": NODES, "cores_per_node": RANKS_PER_NODE,
+        "network": {"topology": "star", "bandwidth": bandwidth, "latency": "1us",
+                    "loopback_bandwidth": "18GBps", "loopback_latency": "0s"}}))
+    return path
+
+
+def _run(tmp_path: Path, bandwidth: str, depth: int, trace: Path | None = None):
+    config = HplConfig(n=12000, nb=128, p=NODES, q=RANKS_PER_NODE, bcast=2, depth=depth, swap=0)
+    platform = load_platform(_slice(tmp_path, bandwidth))
+    request = TraceRequest(trace, panels=12) if trace else None
+    return predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=1, trace=request)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("e29")
+    return {(bw, d): _run(tmp, bw, d, tmp / f"trace-{bw}-{d}" if bw == "1.25GBps" else None).gflops
+            for bw in ("1.25GBps", "100GBps") for d in (0, 1)} | {"dir": tmp}
+
+
+def test_without_look_ahead_the_node_link_costs_far_more(runs):
+    """E29: without look-ahead every process column of a node swaps at once and the
+    current row's node sends U log2(P) times per column through its one link; look-ahead
+    spreads the columns over the update. Widening the link gives DEPTH 0 back much more
+    than DEPTH 1 (Dahu, N = 50,000: +47 % against +13 %)."""
+    gain0 = runs[("100GBps", 0)] / runs[("1.25GBps", 0)]
+    gain1 = runs[("100GBps", 1)] / runs[("1.25GBps", 1)]
+    assert gain0 > 1.3 and gain1 < gain0 - 0.1, (gain0, gain1)
+    ratio_narrow = runs[("1.25GBps", 0)] / runs[("1.25GBps", 1)]
+    ratio_wide = runs[("100GBps", 0)] / runs[("100GBps", 1)]
+    assert ratio_wide - ratio_narrow > 0.1, (ratio_narrow, ratio_wide)
+
+
+def test_without_look_ahead_the_columns_swap_in_step(runs):
+    """E29: at DEPTH 0 the columns start their swaps within a few intra-node hops of each
+    other and share the link for most of the swap; at DEPTH 1 they are spread apart."""
+    spreads = {}
+    for depth in (0, 1):
+        events = read_trace(runs["dir"] / f"trace-1.25GBps-{depth}").events
+        swaps = events[(events.phase == "swap") & (events.panel >= 2)]
+        swaps = swaps.assign(col=swaps["rank"] % RANKS_PER_NODE)
+        per = swaps.groupby(["panel", "col"]).agg(s=("start_s", "min"), f=("end_s", "max")).reset_index()
+        by_panel = per.groupby("panel").agg(spread=("s", lambda s: s.max() - s.min()),
+                                            length=("f", "max"))
+        length = per.assign(d=per.f - per.s).groupby("panel").d.median()
+        spreads[depth] = float(np.median(by_panel.spread / length))
+    assert spreads[0] < 0.25 and spreads[1] > 2 * spreads[0], spreads
