@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import assert_one_line_error, run_cli
 from hplsim.calibrate.archive import read_archive
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
@@ -26,20 +27,6 @@ PYTHON = sys.executable
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None or shutil.which("mpicc") is None,
                                 reason="OpenMPI (mpirun, mpicc) not installed")
 two_cores = pytest.mark.skipif(len(available_cores()) < 2, reason="needs 2 cores")
-
-
-def run_cli(*args, env=None, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([PYTHON, "-m", "hplsim.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=600)
-
-
-def assert_one_line_error(r: subprocess.CompletedProcess, pattern: str) -> None:
-    import re
-
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    lines = [line for line in r.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("hplsim: error: "), r.stderr
-    assert re.search(pattern, lines[0]), lines[0]
 
 
 def dgemm_rate_per_core() -> float:
@@ -307,9 +294,9 @@ def test_matrix_too_large_for_memory(tmp_path):
     assert_one_line_error(r, r"N = 2000000 needs .* GB for the matrix .* lower N")
 
 
-def test_missing_mpirun(tmp_path):
-    env = dict(os.environ, PATH=str(tmp_path))  # no mpirun there
-    r = run_cli("run-real", "-N", 1000, "-P", 1, "-Q", 1, env=env, cwd=tmp_path)
+def test_missing_mpirun(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no mpirun there
+    r = run_cli("run-real", "-N", 1000, "-P", 1, "-Q", 1, cwd=tmp_path)
     assert_one_line_error(r, "mpirun not found")
 
 
