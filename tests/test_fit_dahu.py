@@ -6,25 +6,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import run_cli
 from hplsim.models.kernel_fit import fit_kernel
 from hplsim.models.modelfile import load_model
 from hplsim.models.network import fit_network
 from hplsim.models.readers import read_measurements
 from hplsim.models.selection import compare
 
-HPLSIM = [sys.executable, "-m", "hplsim.cli"]
 RENDEZ_VOUS = 63305  # the published Dahu platform's last breakpoint (63 kB)
-
-
-def run_cli(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*HPLSIM, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -105,11 +99,6 @@ def test_mpi_fit_reproduces_the_measurements(dahu_dir):
         assert np.median(np.abs(rel)) < 0.05, op
 
 
-def _predict_available() -> bool:
-    probe = subprocess.run([*HPLSIM, "predict", "--help"], capture_output=True, text=True, timeout=120)
-    return probe.returncode == 0
-
-
 def test_model_fitted_from_dgemm_raw_loads_and_predicts(dahu_dir, tmp_path):
     out = tmp_path / "model.yaml"
     r = run_cli("fit", dahu_dir / "dgemm_raw.csv", "--kernel", "dgemm", "--per", "cpu", "--option", "M2,N2",
@@ -121,8 +110,6 @@ def test_model_fitted_from_dgemm_raw_loads_and_predicts(dahu_dir, tmp_path):
     assert "dgemm" in model.default.kernels
     cpu0 = model.resolve("dahu-4.grid5000.fr", 0)["dgemm"]
     assert cpu0.predict({"m": 2048, "n": 2048, "k": 2048}) == pytest.approx(0.62, rel=0.1)  # ≈ 28 Gflops/core
-    if not _predict_available():
-        pytest.skip("hplsim predict is not available yet")
     r = run_cli("predict", "-N", 2000, "--nb", 64, "-P", 2, "-Q", 2, "--model", out, "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)[0]

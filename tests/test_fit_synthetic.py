@@ -4,6 +4,7 @@ heteroscedastic noise, piecewise breakpoints, mixture weights; and the scoring f
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ from scipy import integrate, stats
 
 from hplsim.errors import HplsimError
 from hplsim.models.kernel_fit import fit_kernel, mean_terms
-from hplsim.models.noise import NormalMixture
+from hplsim.models.noise import NormalMixture, fit_sigma, sigma_nll
 from hplsim.models.piecewise import fit_piecewise, fit_piecewise_joint
 from hplsim.models.selection import choose, compare
 
@@ -90,6 +91,41 @@ def test_sigma_polynomial_within_10_percent(calls, m2n2):
     truth = poly(SIGMA, pts["m"], pts["n"], pts["k"]).to_numpy()
     rel = np.abs(m2n2.model.sigma(pts) / truth - 1)
     assert rel.max() < 0.10, f"worst relative error of sigma {rel.max():.3f}"
+
+
+def test_sigma_likelihood_stays_finite_at_sigma_zero():
+    """The bounded search of σ's coefficients may try them all at 0: the likelihood there is
+    the floor's, finite and silent, and its gradient is the true one elsewhere."""
+    rng = np.random.default_rng(5)
+    A = np.column_stack([np.ones(50), rng.uniform(0, 1, 50)])
+    r2 = (0.1 + A[:, 1]) ** 2 * rng.standard_normal(50) ** 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, grad = sigma_nll(np.zeros(2), A, r2, 1e-3)
+    assert value == pytest.approx(np.sum(np.log(1e-3) + 0.5 * r2 / 1e-6)) and np.all(grad == 0)
+    c, h = np.array([0.1, 1.0]), 1e-7
+    numeric = [(sigma_nll(c + h * e, A, r2, 1e-3)[0] - sigma_nll(c - h * e, A, r2, 1e-3)[0]) / (2 * h)
+               for e in np.eye(2)]
+    assert sigma_nll(c, A, r2, 1e-3)[1] == pytest.approx(numeric, rel=1e-5)
+
+
+def test_sigma_fit_of_traced_dtrsm_calls_is_silent_and_improves_the_likelihood():
+    """Seven dtrsm calls of a traced HPL run (size term m·n, residuals of an M-1 mean): the
+    search tried σ ≡ 0 there and numpy printed a divide-by-zero warning under `hplsim fit`."""
+    mn = np.array([64, 32768, 32768, 65536, 467968, 32768, 32768.0])
+    resid = np.array([1.64413752e-05, 1.44937362e-06, 1.50937481e-06, 3.21137409e-06, 6.50043741e-05,
+                      1.57937498e-06, 1.55837474e-06])
+    X = np.column_stack([np.ones_like(mn), mn])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ml, start = fit_sigma(X, resid), fit_sigma(X, resid, ml=False)
+
+    def nll(coef: np.ndarray) -> float:
+        s = X @ coef
+        return float(np.sum(np.log(s) + 0.5 * resid**2 / s**2))
+
+    assert np.all(ml >= 0) and np.all(X @ ml > 0)
+    assert nll(ml) < nll(start)
 
 
 def test_generative_model_reproduces_the_spread(calls, m2n2):

@@ -45,17 +45,27 @@ def _sigma_ml(X: np.ndarray, resid: np.ndarray, start: np.ndarray) -> np.ndarray
     norms[norms == 0] = 1.0
     A = X / norms
     r2 = resid**2
-    tiny = 1e-300
-
-    def nll(c: np.ndarray) -> tuple[float, np.ndarray]:
-        s = np.maximum(A @ c, tiny)
-        return float(np.sum(np.log(s) + 0.5 * r2 / s**2)), A.T @ (1.0 / s - r2 / s**3)
-
-    x0 = np.maximum(start * norms, 0.0)
-    if not np.any(x0 > 0) or not np.isfinite(nll(x0)[0]):
+    sigma0 = X @ start
+    if not np.any(sigma0 > 0):
         return start
-    res = minimize(nll, x0, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * len(x0))
-    return res.x / norms if res.fun <= nll(x0)[0] else start
+    # the floor of `floor_sigma`, fixed at the start: the bounded search may try σ ≡ 0 (every
+    # coefficient on its bound), where the likelihood is degenerate
+    floor = _SIGMA_FLOOR * float(np.median(sigma0[sigma0 > 0]))
+    x0 = np.maximum(start * norms, 0.0)
+    f0 = sigma_nll(x0, A, r2, floor)[0]
+    if not np.isfinite(f0):
+        return start
+    res = minimize(sigma_nll, x0, args=(A, r2, floor), jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * len(x0))
+    return res.x / norms if res.fun <= f0 else start
+
+
+def sigma_nll(c: np.ndarray, A: np.ndarray, r2: np.ndarray, floor: float) -> tuple[float, np.ndarray]:
+    """Negative normal log-likelihood (up to a constant) of squared residuals `r2` under
+    σ = max(A·c, floor), and its gradient in `c` (0 through the calls held at the floor)."""
+    raw = A @ c
+    s = np.maximum(raw, floor)
+    dnll_ds = np.where(raw > floor, 1.0 / s - r2 / s**3, 0.0)
+    return float(np.sum(np.log(s) + 0.5 * r2 / s**2)), A.T @ dnll_ds
 
 
 def floor_sigma(sigma: np.ndarray) -> np.ndarray:

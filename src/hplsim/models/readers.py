@@ -17,7 +17,6 @@ name. The default, ``dahu-{node-1}.grid5000.fr``, is the rule of the data's READ
 
 from __future__ import annotations
 
-import io
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -26,9 +25,9 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from hplsim import tables
+from hplsim.calibrate.archive import read_archive
 from hplsim.errors import HplsimError
 from hplsim.models.modelfile import KERNEL_VARIABLES
 
@@ -157,47 +156,8 @@ def _read_csv(path: Path) -> pd.DataFrame:
 
 def _archive_frames(path: Path) -> tuple[dict[str, Any], list[tuple[str, pd.DataFrame]]]:
     """Metadata and result tables of one of our calibration archives."""
-    try:
-        from hplsim.calibrate.archive import read_archive  # type: ignore[import-not-found]
-    except ImportError:
-        return _zip_frames(path)
-    try:
-        archive = read_archive(path)
-    except HplsimError:
-        raise
-    except (zipfile.BadZipFile, OSError, KeyError, ValueError) as exc:
-        raise HplsimError(f"{path}: not a readable calibration archive ({exc})") from None
-    metadata = dict(getattr(archive, "metadata", None) or {})
-    tables = getattr(archive, "tables", None)
-    if isinstance(tables, Mapping):
-        frames = [(str(k), v) for k, v in tables.items() if isinstance(v, pd.DataFrame)]
-    else:
-        frames = [(k, v) for k, v in vars(archive).items() if isinstance(v, pd.DataFrame)]
-    return metadata, frames
-
-
-def _zip_frames(path: Path) -> tuple[dict[str, Any], list[tuple[str, pd.DataFrame]]]:
-    """Fallback reader: every CSV member is a table, every YAML member metadata."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            frames, metadata = [], {}
-            for name in z.namelist():
-                if name.endswith("/") or "__MACOSX" in name:
-                    continue
-                if name.endswith(".csv"):
-                    try:
-                        frames.append((name, pd.read_csv(io.BytesIO(z.read(name)))))
-                    except pd.errors.EmptyDataError:
-                        frames.append((name, pd.DataFrame()))
-                elif name.endswith((".yaml", ".yml")):
-                    doc = yaml.safe_load(z.read(name))
-                    if isinstance(doc, Mapping):
-                        metadata.update(doc)
-            return metadata, frames
-    except FileNotFoundError:
-        raise HplsimError(f"{path}: no such file") from None
-    except (zipfile.BadZipFile, OSError, yaml.YAMLError) as exc:
-        raise HplsimError(f"{path}: not a readable calibration archive ({exc})") from None
+    archive = read_archive(path)
+    return archive.metadata, list(archive.tables.items())
 
 
 def read_measurements(paths: Iterable[Path | str], host_format: str = DAHU_HOST_FORMAT) -> Measurements:
