@@ -24,13 +24,13 @@ DOC = REPO / "docs" / "fit.md"
 
 
 def assert_error_after_progress(r: Result, pattern: str) -> None:
-    """The error line of a check that `hplsim fit` makes once the data are read: before it
-    only the kernel's progress line or a warning on the data, never a traceback. (The rule's
-    one line holds for the checks made before reading; these come later.)"""
+    """The error line of a check that `hplsim fit` makes once the data are read: the fit's
+    report is held until the fit succeeds, so before the error there is at most a warning
+    on the data, never a progress line, half a report or a traceback."""
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert lines, (r.returncode, r.stderr)
     assert_one_line_error(Result(r.returncode, r.stdout, lines[-1]), pattern)
-    assert all(re.match(r"hplsim: warning: |dgemm: \d+ calls", line) for line in lines[:-1]), r.stderr
+    assert all(line.startswith("hplsim: warning: ") for line in lines[:-1]), r.stderr
 
 # ----------------------------------------------------------------------- archives
 

@@ -3,11 +3,12 @@ kernels, or SimGrid network options for a platform spec. See docs/fit.md."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import click
 import numpy as np
@@ -43,8 +44,38 @@ DEFAULT_LATENCY = "0.1us"
 DEFAULT_LINKS = 2
 
 
+# The fit's report reaches stderr only once the whole fit has succeeded: a fit that fails on
+# its data then says so in its one error line, with no half of a report before it.
+_report: list[str] | None = None
+
+
 def _echo(msg: str = "") -> None:
-    click.echo(msg, err=True)
+    if _report is None:
+        click.echo(msg, err=True)
+    else:
+        _report.append(msg)
+
+
+def _progress(msg: str) -> None:
+    """A line that tells a person at a terminal what is under way (a long fit); elsewhere
+    it is part of the report."""
+    if _report is not None and sys.stderr.isatty():
+        click.echo(msg, err=True)
+    else:
+        _echo(msg)
+
+
+@contextlib.contextmanager
+def _held_report() -> Iterator[None]:
+    global _report
+    _report = []
+    try:
+        yield
+        lines, _report = _report, None
+        for line in lines:
+            click.echo(line, err=True)
+    finally:
+        _report = None
 
 
 def _fmt(x: Any, digits: int = 4) -> str:
@@ -121,7 +152,7 @@ def run_kernel_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, Any]:
     option = parse_option(opts["option"])
     fits: list[KernelFits] = []
     for kernel, mine in each.items():
-        _echo(f"{kernel}: {len(mine)} calls" + (" (comparing every option: this takes a while)"
+        _progress(f"{kernel}: {len(mine)} calls" + (" (comparing every option: this takes a while)"
                                                  if option is None or opts["report"] else ""))
         kf = fit_kernels(mine, kernel, option=option, per=opts["per"], criterion=opts["criterion"],
                          tolerance=opts["tolerance"], folds=opts["folds"], seed=opts["seed"],
@@ -579,6 +610,11 @@ def fit(**opts: Any) -> None:
     hplsim fit dgemm.zip dtrsm.zip trace.zip --method time-share -o model.yaml
     hplsim fit mpi_calibration.csv --network --cluster dahu -o net.yaml
     """
+    with _held_report():
+        _fit(opts)
+
+
+def _fit(opts: dict[str, Any]) -> None:
     check_file(opts["output"], "the output (-o)")  # before the work, not after it
     if opts["report"]:
         check_dir(opts["report"], "the report (--report)")
