@@ -10,6 +10,7 @@
 #include <smpi/smpi.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fatal.h"
 #include "matrix.h"
@@ -93,6 +94,9 @@ void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
     offsets[2 * nblocks + 1] = b.capacity;
     nblocks++;
   }
+  const char *how = getenv("HPLSIM_PANELS");
+  if (how && strcmp(how, "private") == 0)
+    nblocks = 0;
   b.base = nblocks ? SMPI_PARTIAL_SHARED_MALLOC(b.capacity, offsets, nblocks) : malloc(b.capacity);
   if (!b.base)
     return NULL;
