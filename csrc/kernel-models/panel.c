@@ -31,8 +31,25 @@ static int npool;
 /* SMPI's shared malloc maps a folded range one block at a time (2 MiB with huge pages):
  * a panel of 8·NB·(N/P + N/Q) bytes is that many mappings (hundreds per rank for
  * Stampede's NB = 1024). Its whole 2 MiB-aligned interior becomes one mapping instead. */
+/* HPLSIM_PANELS: unset, the panels are folded as below; `smpi`, SMPI's own folding is kept
+ * (the reference the tests compare with, same predictions to the bit); `private`, no
+ * folding at all (a diagnostic: 8·NB·(N/P + N/Q) bytes per rank). */
+enum { FOLDED, SMPI_ONLY, PRIVATE };
+
+static int panels_mode(void)
+{
+  static int mode = -1;
+  if (mode < 0) {
+    const char *how = getenv("HPLSIM_PANELS");
+    mode = !how ? FOLDED : strcmp(how, "smpi") == 0 ? SMPI_ONLY : strcmp(how, "private") == 0 ? PRIVATE : FOLDED;
+  }
+  return mode;
+}
+
 static void refold(char *base, size_t lo, size_t hi)
 {
+  if (panels_mode() == SMPI_ONLY)
+    return;
   const uintptr_t huge = (uintptr_t)2 << 20;
   uintptr_t a = ((uintptr_t)base + lo + huge - 1) & ~(huge - 1);
   uintptr_t z = ((uintptr_t)base + hi) & ~(huge - 1);
@@ -94,8 +111,7 @@ void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
     offsets[2 * nblocks + 1] = b.capacity;
     nblocks++;
   }
-  const char *how = getenv("HPLSIM_PANELS");
-  if (how && strcmp(how, "private") == 0)
+  if (panels_mode() == PRIVATE)
     nblocks = 0;
   b.base = nblocks ? SMPI_PARTIAL_SHARED_MALLOC(b.capacity, offsets, nblocks) : malloc(b.capacity);
   if (!b.base)
