@@ -1,7 +1,10 @@
 # E29: per-phase time of a trace (hplsim predict --trace DIR --trace-panels K) and the row swaps' start offsets by process column. Usage: python e29_phases.py DIR [DIR ...]
 import sys
-import numpy as np, pandas as pd
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "src"))
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 from hplsim.emulate.trace import read_trace
 for d in sys.argv[1:]:
     t = read_trace(d); e = t.events
