@@ -9,6 +9,7 @@ Both return an object with ``returncode``, ``stdout`` and ``stderr``.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -80,3 +81,53 @@ def assert_one_line_error(r: Result | subprocess.CompletedProcess, pattern: str,
     assert len(lines) == 1 and lines[0].startswith("hplsim: error: "), r.stderr
     assert re.search(pattern, lines[0]), lines[0]
     return lines[0]
+
+
+def assert_same_document(a: object, b: object, rel: float = 1e-9, path: str = "") -> None:
+    """`a` and `b` (parsed YAML or JSON) have the same structure, keys, strings and integers,
+    and floats equal to `rel`: a fit's last bits follow the BLAS kernel the CPU selects
+    (AVX2 or AVX-512), so a file written on one machine matches a refit on another only
+    to rounding."""
+    where = path or "the document"
+    if isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, (int, float)) and isinstance(b, (int, float)), f"{where}: {a!r} != {b!r}"
+        assert math.isclose(a, b, rel_tol=rel, abs_tol=rel * 1e-3), f"{where}: {a!r} != {b!r}"
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), f"{where}: keys {sorted(a)} != {sorted(b)}"
+        for key in a:
+            assert_same_document(a[key], b[key], rel, f"{path}.{key}" if path else str(key))
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), f"{where}: {len(a)} items != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_document(x, y, rel, f"{path}[{i}]")
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+_SYSTEM_DGEMM = """
+import ctypes, sys, time
+n = int(sys.argv[1])
+blas = ctypes.CDLL("libopenblas.so.0")
+a = (ctypes.c_double * (n * n))(*([0.5] * (n * n)))
+b = (ctypes.c_double * (n * n))(*([0.25] * (n * n)))
+c = (ctypes.c_double * (n * n))()
+args = (102, 111, 111, n, n, n, ctypes.c_double(1.0), a, n, b, n, ctypes.c_double(0.0), c, n)
+blas.cblas_dgemm(*args)
+best = 1e9
+for _ in range(5):
+    t0 = time.perf_counter(); blas.cblas_dgemm(*args); best = min(best, time.perf_counter() - t0)
+print(2 * n**3 / best / 1e9)
+"""
+
+
+def system_dgemm_gflops(n: int = 1024) -> float:
+    """One core's dgemm rate (n³, best of 5) through the BLAS that the real HPL and the
+    calibration programs link (Debian's libopenblas), measured now. Not numpy's: numpy
+    ships its own OpenBLAS, which may pick another kernel for the same CPU (on an AVX-512
+    Xeon that OpenBLAS 0.3.21 does not know, Debian's runs its Prescott kernel at 15
+    Gflops and numpy's its SkylakeX one at 75)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", _SYSTEM_DGEMM, str(n)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return float(out.stdout)

@@ -22,7 +22,7 @@ import yaml
 
 from conftest import REPO
 from docexamples import examples, run_python
-from helpers import assert_one_line_error, run_cli
+from helpers import assert_one_line_error, run_cli, system_dgemm_gflops
 
 from hplsim.models.network import IPROBE_LATE_GAP
 from hplsim.calibrate import runner
@@ -62,19 +62,6 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> DocRun:
         run.seconds[command] = time.monotonic() - t0
         run.stdout[command] = out.stdout
     return run
-
-
-def reference_gflops() -> float:
-    """numpy's 1024³ matmul on one thread, best of 5: what one core can do."""
-    code = ("import numpy as np, time\n"
-            "rng = np.random.default_rng(0); a = rng.random((1024, 1024)); b = rng.random((1024, 1024)); a @ b\n"
-            "best = 1e9\n"
-            "for _ in range(5):\n"
-            "    t0 = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t0)\n"
-            "print(2 * 1024**3 / best / 1e9)\n")
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    return float(out.stdout)
 
 
 def check_blas_archive(path: Path, rows: int, repetitions: int, processes: int) -> pd.DataFrame:
@@ -126,10 +113,10 @@ def test_dgemm_acceptance_archive(docs: DocRun) -> None:
     # the cores really ran at the same time (as HPL's ranks do)
     spans = calls.groupby("rank").start.agg(["min", "max"])
     assert spans["min"].max() < spans["max"].min()
-    # plausible speed: within 0.1x - 2x of numpy's single-threaded matmul
+    # plausible speed: within 0.1x - 2x of the same OpenBLAS's single-threaded dgemm
     big = calls[blas_flops(calls) >= 1e8]
     gflops = float((blas_flops(big) / big.duration / 1e9).median())
-    ref = reference_gflops()
+    ref = system_dgemm_gflops()
     assert 0.1 * ref <= gflops <= 2 * ref, (gflops, ref)
     # monitoring: samples, or an explanation of what is missing
     mon = a.metadata["monitoring"]

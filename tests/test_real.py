@@ -4,17 +4,14 @@ failures as errors (crash, FAILED residual), bad input refused before anything r
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers import assert_one_line_error, run_cli
+from helpers import assert_one_line_error, run_cli, system_dgemm_gflops
 from hplsim.calibrate.archive import read_archive
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
@@ -22,28 +19,10 @@ from hplsim.hpl.output import parse_hpl_output
 from hplsim.real.run import Launch, RealRunError, available_cores, check_configs, read_results, run_real
 
 REPO = Path(__file__).resolve().parents[1]
-PYTHON = sys.executable
 
 pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None or shutil.which("mpicc") is None,
                                 reason="OpenMPI (mpirun, mpicc) not installed")
 two_cores = pytest.mark.skipif(len(available_cores()) < 2, reason="needs 2 cores")
-
-
-def dgemm_rate_per_core() -> float:
-    """Gflops of one single-threaded OpenBLAS dgemm (numpy's), measured now."""
-    code = textwrap.dedent("""
-        import time, numpy as np
-        a = np.random.rand(1500, 1500); b = np.random.rand(1500, 1500)
-        a @ b
-        best = 0.0
-        for _ in range(5):
-            t = time.perf_counter(); a @ b; dt = time.perf_counter() - t
-            best = max(best, 2 * 1500**3 / dt / 1e9)
-        print(best)
-    """)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    return float(out.stdout.strip())
 
 
 # ------------------------------------------------------------------ the acceptance interface
@@ -59,7 +38,7 @@ def test_run_real_n2000_passes_with_plausible_gflops(tmp_path):
         assert len(doc) == 1
     assert obj["residual_check"] == "PASSED"
     assert obj["time_s"] > 0
-    rate = dgemm_rate_per_core()
+    rate = system_dgemm_gflops(1500)
     # HPL at N = 2000 on 2 ranks: well below 2 x dgemm's rate, but not absurdly so (shared machine)
     assert 0.1 * 2 * rate <= obj["gflops"] <= 2 * 2 * rate, (obj["gflops"], rate)
     # HPL's own definition: Gflops = (2/3 N^3 + 3/2 N^2) / time. HPL prints the time with 2 decimals
@@ -109,13 +88,13 @@ def test_run_real_repeat_archive(tmp_path):
 def test_run_real_probe_brackets_every_run(tmp_path):
     """--probe measures the machine's dgemm speed before the first run and after each: a
     chain (one run's after is the next one's before), at a rate an independent dgemm
-    (numpy's, one core, measured just before and just after: the shared machine's speed
+    (the linked OpenBLAS's, one core, measured just before and just after: the shared machine's speed
     moves with its load) confirms; without --probe the columns stay empty."""
     out = tmp_path / "real.zip"
-    reference = [dgemm_rate_per_core()]
+    reference = [system_dgemm_gflops(1500)]
     r = run_cli("run-real", "-N", 1000, "--nb", 64, "-P", 1, "-Q", 2, "--repeat", 3, "--probe", "--out", out,
                 "--json", "-q", cwd=tmp_path)
-    reference.append(dgemm_rate_per_core())
+    reference.append(system_dgemm_gflops(1500))
     assert r.returncode == 0, r.stderr
     a = read_archive(out)
     t = a.table("hpl").sort_values("order")
