@@ -53,6 +53,16 @@ def test_record_keeps_ok_and_retries_failed(tmp_path):
     assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_parameter_columns_are_those_of_the_version_1_files(tmp_path):
+    """The columns come from the table of HPL parameters; stores already written (format
+    version 1) have these, in this order, so the derived list must give them."""
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        columns = [r["name"] for r in store.conn.execute("PRAGMA table_info(runs)")]
+    assert columns[2:19] == ["n", "nb", "p", "q", "pmap", "pfact", "nbmin", "ndiv", "rfact", "bcast", "depth",
+                             "swap", "swap_threshold", "l1_transposed", "u_transposed", "equil", "align"]
+    assert columns[19] == "seed"
+
+
 def test_not_a_store(tmp_path):
     with pytest.raises(HplsimError, match="no results store"):
         ResultStore(tmp_path / "missing.sqlite", create=False)

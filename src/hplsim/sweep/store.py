@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 from hplsim import __version__
 from hplsim.errors import HplsimError
+from hplsim.hpl.parameters import PARAMETERS
 from hplsim.sweep.tasks import Outcome, Task, now
 from hplsim.sweep.variants import Variant
 
@@ -31,9 +32,10 @@ FORMAT_NAME = "hplsim-results"
 FORMAT_VERSION = 1
 BUSY_TIMEOUT_MS = 120_000  # another sweep's transaction lasts milliseconds; wait generously
 
-#: HPL parameters, one column each (so that the file can be queried with plain SQL).
-HPL_COLUMNS = ("n", "nb", "p", "q", "pmap", "pfact", "nbmin", "ndiv", "rfact", "bcast", "depth", "swap",
-               "swap_threshold", "l1_transposed", "u_transposed", "equil", "align")
+#: HPL parameters, one column each (so that the file can be queried with plain SQL), in
+#: the table's order — the order of the existing files' columns (flags stored as 0/1).
+HPL_COLUMNS = tuple(p.name for p in PARAMETERS)
+_FLAG_COLUMNS = tuple(p.name for p in PARAMETERS if p.type is bool)
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (
@@ -246,7 +248,7 @@ class ResultStore:
             args = (status,)
         rows = [dict(r) for r in self.conn.execute(query + " ORDER BY rowid", args)]
         for r in rows:
-            for b in ("l1_transposed", "u_transposed", "equil"):
+            for b in _FLAG_COLUMNS:
                 r[b] = bool(r[b])
         return rows
 
