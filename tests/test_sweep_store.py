@@ -63,6 +63,20 @@ def test_parameter_columns_are_those_of_the_version_1_files(tmp_path):
     assert columns[19] == "seed"
 
 
+def test_a_store_older_than_a_parameter_gets_its_column_at_its_default(tmp_path):
+    plan = small_plan(tmp_path)
+    a, b = plan.tasks[:2]
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        store.record(a, plan.variants[0], ok(a), None)
+    raw = sqlite3.connect(tmp_path / "r.sqlite")
+    raw.execute("ALTER TABLE runs DROP COLUMN align")  # as if written before ALIGN was a parameter
+    raw.commit()
+    raw.close()
+    with ResultStore(tmp_path / "r.sqlite", create=False) as store:
+        store.record(b, plan.variants[0], ok(b), None)
+        assert [r["align"] for r in store.runs()] == [8, b.config.align]
+
+
 def test_not_a_store(tmp_path):
     with pytest.raises(HplsimError, match="no results store"):
         ResultStore(tmp_path / "missing.sqlite", create=False)

@@ -135,6 +135,7 @@ class ResultStore:
                     self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)",
                                       (FORMAT_NAME, str(FORMAT_VERSION)))
             self._check_format()
+            self._add_new_parameters()
         except sqlite3.OperationalError as exc:
             if _locked(exc):
                 raise HplsimError(f"results store {self.path} stayed locked by another process for "
@@ -166,6 +167,18 @@ class ResultStore:
         if meta.get("version") != str(FORMAT_VERSION):
             raise HplsimError(f"{self.path}: results store version {meta.get('version')} "
                               f"(this hplsim reads {FORMAT_VERSION})")
+
+    def _add_new_parameters(self) -> None:
+        """A store written before an HPL parameter was declared lacks its column: its runs
+        ran with that parameter at its default, which the added column holds (so a new
+        parameter needs no new format version)."""
+        present = {r["name"] for r in self.conn.execute("PRAGMA table_info(runs)")}
+        missing = [p for p in PARAMETERS if p.name not in present]
+        if missing:
+            with self._write():
+                for p in missing:
+                    self.conn.execute(f"ALTER TABLE runs ADD COLUMN {p.name} INTEGER NOT NULL "
+                                      f"DEFAULT {int(p.default or 0)}")
 
     def _write(self):
         return _Transaction(self.conn)
