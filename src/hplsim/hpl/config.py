@@ -21,10 +21,12 @@ PMAP_NAMES = dict(PARAMETER["pmap"].codes)
 _D = defaults()
 _LISTS = tuple(p for p in LOOP_ORDER if p.list_field != "grids")  # HPL.dat's lists but the grid, in loop order
 
-# The fields of `HplConfig` and `HplParams` stay written out, typed, rather than generated
-# from the table: every stage reads `config.nb`, `params.bcasts` … and a type checker or a
-# reader should see them. Their defaults come from the table, and tests/test_parameters.py
-# fails when a field's name, order or type differs from the table's, so the copy cannot drift.
+# `HplConfig`'s fields stay written out, typed: every stage reads `config.nb`,
+# `config.bcast` …, and a type checker or a reader should see them. Their defaults come
+# from the table, and tests/test_parameters.py fails when a field's name, order or type
+# differs from the table's, so the copy cannot drift. `HplParams` is the table seen as
+# HPL.dat: each of its fields follows from a row (a list's name, a tuple of its type, the
+# default), so they are generated (`_hpl_dat_fields`).
 
 
 @dataclass(frozen=True)
@@ -88,27 +90,35 @@ def validate_config(c: HplConfig) -> None:
         raise HplsimError(f"NB ({c.nb}) must not exceed N ({c.n})")
 
 
-@dataclass(frozen=True)
-class HplParams:
-    """The lists of an HPL.dat; `configs()` expands them in HPL's own loop order."""
+def _hpl_dat_fields(cls: type) -> type:
+    """Give `cls` a field per entry of HPL.dat, in its order, before `dataclass` reads them:
+    a list is a tuple of values (the grid: (P, Q) pairs), a single value is of its type;
+    each defaults to the table's default (N has none: it comes first, required)."""
+    annotations: dict[str, str] = {}
+    for p in sorted(PARAMETERS, key=lambda p: p.line):
+        default: object = p.default
+        if p.list_field == "grids":
+            annotations["grids"], default = "tuple[tuple[int, int], ...]", ((_D["p"], _D["q"]),)
+        elif p.listed:
+            annotations[p.list_field], default = f"tuple[{p.type.__name__}, ...]", (p.default,)
+        else:
+            annotations[p.list_field] = p.type.__name__
+        if p.default is not None:
+            setattr(cls, p.list_field, default)
+    cls.__annotations__ = {**annotations, **cls.__annotations__}
+    return cls
 
-    ns: tuple[int, ...]
-    nbs: tuple[int, ...] = (_D["nb"],)
-    grids: tuple[tuple[int, int], ...] = ((_D["p"], _D["q"]),)
-    pmap: int = _D["pmap"]
+
+@dataclass(frozen=True)
+@_hpl_dat_fields
+class HplParams:
+    """The lists of an HPL.dat; `configs()` expands them in HPL's own loop order.
+
+    One field per HPL.dat entry (`ns`, `nbs`, `pmap`, `grids`, `pfacts` …: the table's
+    `list_field`), then the residual check's `threshold` and the `output`.
+    """
+
     threshold: float = 16.0
-    pfacts: tuple[int, ...] = (_D["pfact"],)
-    nbmins: tuple[int, ...] = (_D["nbmin"],)
-    ndivs: tuple[int, ...] = (_D["ndiv"],)
-    rfacts: tuple[int, ...] = (_D["rfact"],)
-    bcasts: tuple[int, ...] = (_D["bcast"],)
-    depths: tuple[int, ...] = (_D["depth"],)
-    swap: int = _D["swap"]
-    swap_threshold: int = _D["swap_threshold"]
-    l1_transposed: bool = _D["l1_transposed"]
-    u_transposed: bool = _D["u_transposed"]
-    equil: bool = _D["equil"]
-    align: int = _D["align"]
     output: str = field(default="stdout")
 
     def __post_init__(self) -> None:
