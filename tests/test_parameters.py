@@ -100,6 +100,25 @@ def test_options_are_the_tables():
     assert r.exit_code == 0 and r.output.strip() == "['n', 'swap']"
 
 
+@pytest.mark.parametrize("p", OPTION_PARAMETERS, ids=lambda p: p.name)
+def test_each_option_reaches_its_hpl_dat_line(p):
+    if p.type is bool:
+        value, args = not p.default, [p.spellings()[1 if p.default else 0]]
+    else:
+        value = next(c for c in p.codes if c != p.default) if p.codes else (p.default or 0) + 1
+        args = [p.option, str(value)]
+
+    @click.command()
+    @hpl_options
+    def cmd(**opts):
+        click.echo(format_hpl_dat(params_from_options(HplParams(ns=(1000,)), opts)), nl=False)
+
+    r = CliRunner().invoke(cmd, args)
+    assert r.exit_code == 0, r.output
+    code = (p.true_code if value else 1 - p.true_code) if p.type is bool else value
+    assert r.output.splitlines()[p.line - 1].split()[0] == str(code)
+
+
 def test_a_flag_option_is_none_unless_given():
     @click.command()
     @_option(dataclasses.replace(PARAMETER["equil"], option="--equil"))
