@@ -144,7 +144,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("u_transposed", "U form", bool, True, 29, "U  in (0=transposed,1=no-transposed) form",
               "U (the row panel) stored transposed", true_code=0),
     Parameter("equil", "EQUIL", bool, True, 30, "Equilibration (0=no,1=yes)",
-              "Equilibration in the spread-roll (long) swap"),
+              "Equilibration in the spread-roll (long) swap", option="--equil"),
     Parameter("align", "ALIGN", int, 8, 31, "memory alignment in double (> 0)", "Memory alignment in doubles",
               minimum=1),
 )
