@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hplsim.cbuild import compiler_version, publish
 from hplsim.errors import HplsimError
+from hplsim.hpl.kernels import C_HEADER
 from hplsim.paths import cache_dir, csrc_dir
 
 BLAS_TOOL = "hplsim-calib-blas"
@@ -43,7 +44,8 @@ def sources_dir() -> Path:
 
 def build_key() -> str:
     h = hashlib.sha256()
-    for path in sorted(sources_dir().glob("*.[ch]")):
+    # calib_blas.c includes the table of kernels' header from the runtime's folder
+    for path in [*sorted(sources_dir().glob("*.[ch]")), csrc_dir() / C_HEADER]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     for tool in TOOLS:
