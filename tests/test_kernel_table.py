@@ -153,8 +153,8 @@ def test_every_kernel_has_its_call_site_in_the_runtime():
 
 def test_the_tracer_wraps_exactly_the_traced_kernels(tmp_path):
     obj = tmp_path / "trace.o"
-    subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", "-c", str(REPO / "csrc/hpl-trace/hplsim_trace.c"),
-                    "-o", str(obj)], check=True)
+    subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", "-I", str(RUNTIME), "-c",
+                    str(REPO / "csrc/hpl-trace/hplsim_trace.c"), "-o", str(obj)], check=True)
     symbols = subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True).stdout
     wrapped = set(re.findall(r" T __wrap_(\w+)$", symbols, re.M))
     assert wrapped == {"HPL_pdgesv", *kernels.traced_routines()}

@@ -14,7 +14,7 @@
 #include "calib_common.h"
 /* The kernels' names and which of them this benchmark measures: the table of kernels
  * (hplsim.hpl.kernels), as the emulation's runtime knows them. */
-#include "../kernel-models/kernels.h"
+#include "kernels.h" /* csrc/kernel-models/, on the include path */
 
 #include <getopt.h>
 #include <math.h>

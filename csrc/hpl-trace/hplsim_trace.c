@@ -25,7 +25,7 @@
 
 /* The kernels, their names and what their sizes are: the table of kernels (hplsim.hpl.kernels).
  * A record holds the three sizes the emulation's runtime receives for the same call. */
-#include "../kernel-models/kernels.h"
+#include "kernels.h" /* csrc/kernel-models/, on the include path */
 
 enum { T_PDGESV = K_NKERNELS };
 /* The trace's size columns, in order (`ld`, the last column, is written after the rank). */

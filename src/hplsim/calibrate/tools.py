@@ -56,7 +56,8 @@ def build_key() -> str:
 def _compile(tool: Tool, out: Path) -> None:
     if shutil.which(tool.cc) is None:
         raise HplsimError(f"{tool.cc} not found: install {tool.package} (./bootstrap does)")
-    argv = [tool.cc, *tool.flags, "-I", str(sources_dir()), "-o", str(out),
+    header_dir = (csrc_dir() / C_HEADER).parent  # calib_blas.c includes the table of kernels' header
+    argv = [tool.cc, *tool.flags, "-I", str(sources_dir()), "-I", str(header_dir), "-o", str(out),
             str(sources_dir() / tool.source), *tool.libs]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:

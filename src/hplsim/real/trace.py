@@ -48,7 +48,7 @@ def _trace_object() -> Path:
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".trace-") as tmp:
         out = Path(tmp) / "out"
         out.mkdir()
-        proc = subprocess.run(["cc", *flags, "-c", str(src), "-o", str(out / obj.name)],
+        proc = subprocess.run(["cc", *flags, "-I", str(header.parent), "-c", str(src), "-o", str(out / obj.name)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             lines = (proc.stderr or proc.stdout).strip().splitlines()
