@@ -62,8 +62,8 @@ def _c_view(header: str, tmp_path: Path) -> list[str]:
         '#include <stdio.h>\n#include "kernels.h"\n'
         "int main(void) {\n"
         "  for (int k = 0; k < K_NKERNELS; k++) {\n"
-        '    printf("%d %s %d", k, hplsim_kernel_names[k], hplsim_kernel_calibrated[k]);\n'
-        "    for (int s = 0; s < 3; s++) printf(\" %s\", hplsim_kernel_slots[k][s] ? hplsim_kernel_slots[k][s] : \"-\");\n"
+        '    printf("%d %s %d", k, hplsim_kernels[k].name, hplsim_kernels[k].calibrated);\n'
+        "    for (int s = 0; s < 3; s++) printf(\" %s\", hplsim_kernels[k].slots[s] ? hplsim_kernels[k].slots[s] : \"-\");\n"
         '    printf("\\n");\n  }\n  return 0;\n}\n')
     subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", "-o", str(tmp_path / "view"), str(tmp_path / "view.c")],
                    check=True)

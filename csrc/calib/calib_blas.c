@@ -60,7 +60,7 @@ static void usage(void) {
 /* The kernel a row's function names, or -1 if this benchmark does not measure it. */
 static int calibrated_kernel(const char *name) {
   for (int k = 0; k < K_NKERNELS; k++)
-    if (hplsim_kernel_calibrated[k] && strcmp(hplsim_kernel_names[k], name) == 0) return k;
+    if (hplsim_kernels[k].calibrated && strcmp(hplsim_kernels[k].name, name) == 0) return k;
   return -1;
 }
 
@@ -230,7 +230,7 @@ static void print_row(const row_t *r, double start, double duration, const char 
     snprintf(ldc, sizeof ldc, "%lld", r->ldc);
   }
   printf("%s,%lld,%lld,%s,%s,%lld,%lld,%s,%.9f,%.9e,%s,%d,%d,%d,%lld\n",
-         hplsim_kernel_names[r->kernel], r->m, r->n, k, side, r->lda, r->ldb, ldc, start, duration,
+         hplsim_kernels[r->kernel].name, r->m, r->n, k, side, r->lda, r->ldb, ldc, start, duration,
          host, calib_package_of(core), core, rank, r->rep);
 }
 

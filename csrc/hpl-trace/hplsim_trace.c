@@ -30,7 +30,7 @@
 enum { T_PDGESV = K_NKERNELS };
 /* The trace's size columns, in order (`ld`, the last column, is written after the rank). */
 static const char *const SIZE_COLUMNS[] = {"m", "n", "k", "m0", "m1"};
-#define NSLOTS (sizeof *hplsim_kernel_slots / sizeof **hplsim_kernel_slots)
+#define NSLOTS (sizeof hplsim_kernels->slots / sizeof *hplsim_kernels->slots)
 
 typedef struct {
   int kernel, x[NSLOTS];
@@ -300,7 +300,7 @@ __attribute__((destructor)) static void hplsim_trace_dump(void)
   fprintf(out, "function,m,n,k,m0,m1,side,duration,start,host,cpu,core,rank,ld\n");
   for (size_t i = 0; i < nrec; i++) {
     const rec_t *r = &recs[i];
-    const char *const *slots = r->kernel < K_NKERNELS ? hplsim_kernel_slots[r->kernel] : NULL;
+    const char *const *slots = r->kernel < K_NKERNELS ? hplsim_kernels[r->kernel].slots : NULL;
     char sizes[96] = "", ld[16] = "";
     size_t used = 0;
     for (size_t c = 0; c < sizeof SIZE_COLUMNS / sizeof *SIZE_COLUMNS; c++) {
@@ -313,7 +313,7 @@ __attribute__((destructor)) static void hplsim_trace_dump(void)
     for (size_t s = 0; slots && s < NSLOTS; s++)
       if (slots[s] && strcmp(slots[s], "ld") == 0 && r->x[s] > 0)
         snprintf(ld, sizeof ld, "%d", r->x[s]);
-    const char *name = r->kernel < K_NKERNELS ? hplsim_kernel_names[r->kernel] : "HPL_pdgesv";
+    const char *name = r->kernel < K_NKERNELS ? hplsim_kernels[r->kernel].name : "HPL_pdgesv";
     fprintf(out, "%s,%s,%s,%.9e,%.9f,%s,%d,%d,%d,%s\n", name, sizes,
             r->side ? (r->side == 'L' ? "L" : "R") : "", r->duration, r->start, host, cpu, core, rank, ld);
   }

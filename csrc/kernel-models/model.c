@@ -66,7 +66,7 @@ static const double HALFNORMAL_SD = 0.60281028144776133;      /* sqrt(1-2/pi) */
 static int lookup_kernel(const char *name)
 {
   for (int k = 0; k < K_NKERNELS; k++)
-    if (strcmp(hplsim_kernel_names[k], name) == 0)
+    if (strcmp(hplsim_kernels[k].name, name) == 0)
       return k;
   return -1;
 }
@@ -334,7 +334,7 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
 
 int hplsim_model_has(enum hplsim_kernel kernel) { return has_model[kernel]; }
 
-const char *hplsim_kernel_name(enum hplsim_kernel kernel) { return hplsim_kernel_names[kernel]; }
+const char *hplsim_kernel_name(enum hplsim_kernel kernel) { return hplsim_kernels[kernel].name; }
 
 int hplsim_model_cpu(void) { return my_cpu; }
 

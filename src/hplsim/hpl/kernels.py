@@ -199,13 +199,11 @@ def _c_strings(values: Iterable[str]) -> str:
 
 
 def c_header(kernels: Sequence[Kernel] | None = None) -> str:
-    """csrc/kernel-models/kernels.h: the enum and the tables the C programs read."""
+    """csrc/kernel-models/kernels.h: the enum, and one row per kernel that the C programs read."""
     table = _table(kernels)
     check(table)
     enum = "".join(f"  {k.enum},\n" for k in table)
-    names = "".join(f'  [{k.enum}] = "{k.name}",\n' for k in table)
-    slots = "".join(f"  [{k.enum}] = {_c_strings(k.slots)},\n" for k in table)
-    flags = "".join(f"  [{k.enum}] = {int(k.calibrated)},\n" for k in table)
+    rows = "".join(f'  [{k.enum}] = {{"{k.name}", {_c_strings(k.slots)}, {int(k.calibrated)}}},\n' for k in table)
     return f"""\
 /* Generated from src/hplsim/hpl/kernels.py (the table of kernels): do not edit. Regenerate with
  *   python -m hplsim.hpl.kernels --write
@@ -217,18 +215,16 @@ enum hplsim_kernel {{
 {enum}  K_NKERNELS
 }};
 
-/* The model file's name of each kernel. */
-static const char *const hplsim_kernel_names[K_NKERNELS] = {{
-{names}}};
+struct hplsim_kernel_info {{
+  const char *name; /* in the model file */
+  /* what the sizes of hplsim_kernel(kernel, x0, x1, x2) hold: the model's variables, then the
+   * extra condition variables (NULL: unused) */
+  const char *slots[{SLOTS}];
+  int calibrated; /* 1 if the calibration benchmark (csrc/calib/calib_blas.c) measures it */
+}};
 
-/* What the {SLOTS} sizes of hplsim_kernel(kernel, x0, x1, x2) hold: the model's variables, then
- * the extra condition variables (NULL: unused). */
-static const char *const hplsim_kernel_slots[K_NKERNELS][{SLOTS}] = {{
-{slots}}};
-
-/* 1 if the calibration benchmark (csrc/calib/calib_blas.c) measures the kernel. */
-static const int hplsim_kernel_calibrated[K_NKERNELS] = {{
-{flags}}};
+static const struct hplsim_kernel_info hplsim_kernels[K_NKERNELS] = {{
+{rows}}};
 
 #endif
 """
