@@ -1,0 +1,226 @@
+"""The format layer: each artefact's fields declared once (type, unit, range, default,
+whether required), read by one function that turns any violation into one `HplsimError`
+in the project's one style::
+
+    hplsim: error: platform spec p.yaml: network.bandwidth: expected a positive bandwidth, got '0GBps'
+
+that is ``<what and which file>: <field path>: expected <what a valid value is>, got
+<the value found>``.
+
+Why our own small layer and not pydantic v2 (or attrs + cattrs):
+
+- The values come from YAML 1.1 (PyYAML), whose types are loose in ways a generic schema
+  library handles wrongly for us: ``1e-11`` without a dot is a *string*, ``yes`` is a
+  boolean and a boolean is an ``int`` to Python. Each artefact already has its own rule for
+  these (a bandwidth needs a unit, a seed is an integer and never a boolean, a model
+  coefficient may be ``1e-11``); pydantic's lax mode would coerce ``"5"`` to 5 and
+  ``True`` to 1, its strict mode would refuse ``1e-11``: either way the accepted inputs
+  would change, which this layer must not do. Here a field's converter is the artefact's
+  own rule, written once.
+- The messages must read as hplsim's (file, dotted field path, expected, got) and keep the
+  wording tests and users rely on; pydantic's are its own (``Input should be a valid
+  integer [type=int_type, …]``, with a link) and would have to be rewritten from its
+  error list anyway.
+- It is one more dependency (pydantic-core is a compiled wheel) and an import on every
+  command's start for a few dozen fields; this module is about a hundred lines and
+  imports nothing beyond the standard library and `errors`.
+
+A `Record` maps field names to `Field` (a leaf, with a converter) or to a nested `Record`
+(a mapping section); `read` returns plain dicts with every declared field present (the
+default where absent). Checks that involve several fields (a fat-tree's leaves against the
+node count) stay in the artefact's reader and raise through `error`, in the same style.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from hplsim.errors import HplsimError
+
+
+class Invalid(Exception):
+    """Raised by a converter: the value is not what the field expects. `expected` says what
+    would be (``a positive integer``); `got` overrides how the value is shown."""
+
+    def __init__(self, expected: str, got: str | None = None):
+        super().__init__(expected)
+        self.expected = expected
+        self.got = got
+
+
+def shown(value: Any) -> str:
+    """A value as an error shows it: its repr, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def error(source: str, path: str, expected: str, got: Any = None, *, shown_as: str | None = None) -> HplsimError:
+    """The one error of a bad field: ``SOURCE: PATH: expected EXPECTED, got GOT``."""
+    where = f"{source}: {path}" if path else source
+    return HplsimError(f"{where}: expected {expected}, got {shown_as if shown_as is not None else shown(got)}")
+
+
+def join(path: str, key: Any) -> str:
+    """The dotted path of a field (``network.bandwidth``), ``[i]`` for a list item."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+Converter = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One leaf field. `convert` checks and converts a present value (raising `Invalid`);
+    `expected` says what a value must be, for a missing required field and the docs.
+    `null_is_absent`: a YAML ``null`` stands for the default (most of our formats say so)."""
+
+    convert: Converter
+    expected: str
+    default: Any = None
+    required: bool = False
+    unit: str = ""
+    doc: str = ""
+    null_is_absent: bool = True
+
+
+@dataclass(frozen=True)
+class Record:
+    """A mapping with declared fields. `name` (``'network'``) is how an error calls a value
+    that is not a mapping; `optional`: a section that may be absent or null (read as {})."""
+
+    fields: Mapping[str, "Field | Record"]
+    name: str = "a mapping"
+    optional: bool = True
+    extra: bool = False  # keys beyond the declared ones are kept as they are
+    doc: str = field(default="", compare=False)
+
+
+def read(record: Record, doc: Any, source: str, path: str = "") -> dict[str, Any]:
+    """`doc` checked against `record`: a dict of every declared field (converted, or its
+    default), plus the undeclared keys when the record allows them; else one HplsimError."""
+    if doc is None and record.optional:
+        doc = {}
+    if not isinstance(doc, Mapping):
+        raise error(source, path, record.name if path else f"{record.name} at the top level", doc,
+                    shown_as=type(doc).__name__ if doc is not None else "nothing")
+    unknown = [k for k in doc if k not in record.fields]
+    if unknown and not record.extra:
+        raise error(source, path, f"only the fields {', '.join(record.fields)}",
+                    shown_as=f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    out: dict[str, Any] = {k: doc[k] for k in unknown}
+    for name, spec in record.fields.items():
+        where = join(path, name)
+        value = doc.get(name)
+        if isinstance(spec, Record):
+            out[name] = read(spec, value, source, where)
+            continue
+        if name not in doc or (value is None and spec.null_is_absent):
+            if spec.required:
+                raise error(source, where, f"{spec.expected} (the field is required)", shown_as="nothing")
+            out[name] = spec.default
+            continue
+        try:
+            out[name] = spec.convert(value)
+        except Invalid as exc:
+            raise error(source, where, exc.expected, value, shown_as=exc.got) from None
+    return out
+
+
+# ---------------------------------------------------------------- common converters
+
+
+def integer(minimum: int | None = None, maximum: int | None = None, what: str = "") -> Converter:
+    """A whole number (never a boolean, whatever YAML or Python say) in [minimum, maximum]."""
+    if not what:
+        what = ("a positive integer" if minimum == 1 and maximum is None else
+                "an integer" + (f" in {minimum} .. {maximum}" if minimum is not None and maximum is not None else
+                                f" >= {minimum}" if minimum is not None else ""))
+
+    def convert(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise Invalid(what)
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise Invalid(what)
+        return value
+
+    return convert
+
+
+def number(minimum: float | None = None, positive: bool = False, what: str = "") -> Converter:
+    """A finite real number (an int or a float, not a boolean; YAML's ``1e-6``, a string,
+    included), > 0 when `positive`, >= `minimum`."""
+    what = what or ("a positive number" if positive else
+                    f"a finite number >= {minimum}" if minimum is not None else "a finite number")
+
+    def convert(value: Any) -> float:
+        if isinstance(value, bool):
+            raise Invalid(what)
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise Invalid(what) from None
+        if not math.isfinite(x) or (positive and x <= 0) or (minimum is not None and x < minimum):
+            raise Invalid(what)
+        return x
+
+    return convert
+
+
+def one_of(choices: tuple[str, ...], normalise: Callable[[str], str] = str) -> Converter:
+    """One of a few names (after `normalise`, e.g. ``str.upper``)."""
+    what = "one of " + ", ".join(choices)
+
+    def convert(value: Any) -> str:
+        text = normalise(str(value))
+        if text not in choices:
+            raise Invalid(what)
+        return text
+
+    return convert
+
+
+def text(forbidden: str = "", what: str = "printable text") -> Converter:
+    """Any scalar as text, printable, without the `forbidden` characters."""
+
+    def convert(value: Any) -> str:
+        s = str(value)
+        if not s.isprintable() or any(c in s for c in forbidden):
+            raise Invalid(what)
+        return s
+
+    return convert
+
+
+def mapping(what: str = "a mapping") -> Converter:
+    def convert(value: Any) -> Mapping:
+        if not isinstance(value, Mapping):
+            raise Invalid(what, got=type(value).__name__)
+        return value
+
+    return convert
+
+
+def exactly(expected_value: Any) -> Converter:
+    """A constant (a format name): that value or nothing."""
+
+    def convert(value: Any) -> Any:
+        if value != expected_value:
+            raise Invalid(repr(expected_value))
+        return value
+
+    return convert
+
+
+def described(record: Record, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(field path, expected, unit) of every leaf field: what a format page lists."""
+    rows: list[tuple[str, str, str]] = []
+    for name, spec in record.fields.items():
+        if isinstance(spec, Record):
+            rows += described(spec, join(prefix, name))
+        else:
+            rows.append((join(prefix, name), spec.expected, spec.unit))
+    return rows
