@@ -18,9 +18,10 @@ import statsmodels.api as sm
 from scipy import stats
 
 from hplsim.check.chew import DegenerateReference, band, chew_test
-from hplsim.check.history import append_runs, read_history
+from hplsim.calibrate.history import read_history
+from hplsim.calibrate.run_summary import summarise_archive, summarise_calls
+from hplsim.check.history import append_runs
 from hplsim.check.logs import ChangelogEntry, Outlier, parse_time
-from hplsim.check.summary import summarise_archive, summarise_calls
 from hplsim.check.verdicts import (
     IMPROVEMENT, NOT_ENOUGH, NOT_TESTABLE, OK, REGRESSION, evaluate, prepare, check_at,
 )
