@@ -42,12 +42,14 @@ from hplsim.errors import HplsimError
 
 class Invalid(Exception):
     """Raised by a converter: the value is not what the field expects. `expected` says what
-    would be (``a positive integer``); `got` overrides how the value is shown."""
+    would be (``a positive integer``); `got` overrides how the value is shown; `at` is the
+    key or index inside the value where the fault is (an entry of a free mapping or list)."""
 
-    def __init__(self, expected: str, got: str | None = None):
+    def __init__(self, expected: str, got: str | None = None, at: str | int | None = None):
         super().__init__(expected)
         self.expected = expected
         self.got = got
+        self.at = at
 
 
 def shown(value: Any) -> str:
@@ -102,7 +104,7 @@ class Record:
 def read(record: Record, doc: Any, source: str, path: str = "") -> dict[str, Any]:
     """`doc` checked against `record`: a dict of every declared field (converted, or its
     default), plus the undeclared keys when the record allows them; else one HplsimError."""
-    if doc is None and record.optional:
+    if not doc and record.optional:  # absent, null or empty: every field's default
         doc = {}
     if not isinstance(doc, Mapping):
         raise error(source, path, record.name if path else f"{record.name} at the top level", doc,
@@ -126,7 +128,8 @@ def read(record: Record, doc: Any, source: str, path: str = "") -> dict[str, Any
         try:
             out[name] = spec.convert(value)
         except Invalid as exc:
-            raise error(source, where, exc.expected, value, shown_as=exc.got) from None
+            raise error(source, where if exc.at is None else join(where, exc.at), exc.expected,
+                        value if exc.at is None else value[exc.at], shown_as=exc.got) from None
     return out
 
 
