@@ -6,7 +6,7 @@ import pytest
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
-from hplsim.platform.spec import bandwidth, duration, load_platform, spec_from_dict, xml_hosts
+from hplsim.platform.spec import SPEC, bandwidth, duration, load_platform, spec_from_dict, xml_hosts
 from hplsim.predict import ModelSource, predict
 from hplsim.presets import DEFAULT
 
@@ -80,6 +80,17 @@ def test_spec_defaults_and_nulls_read_as_before():
                 {"nodes": 2, "format": None}):
         with pytest.raises(HplsimError):
             spec_from_dict(doc)
+
+
+def test_the_format_page_shows_every_declared_field():
+    from pathlib import Path
+
+    from hplsim import formats
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "formats" / "platform.md").read_text()
+    example = page.split("```yaml", 1)[1].split("```", 1)[0]
+    missing = [path for path, _, _ in formats.described(SPEC) if f"{path.split('.')[-1]}:" not in example]
+    assert missing == []
 
 
 def test_iprobe_semantics_is_part_of_the_platform():
