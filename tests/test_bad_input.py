@@ -404,8 +404,8 @@ def _cases() -> list[Case]:
     add(Case("archive-member", ["archive", "show", "bad_member.zip", "--member", "nothing.csv"], r"no member 'nothing\.csv'"))
     for history, what in [
         ("history_dup_conflict.csv", r"run 1 of h CPU 0 is listed twice with different values"),
-        ("history_nocols.csv", r"needs columns host, cpu, run_id, start_time"),
-        ("history_badcpu.csv", r"without an integer cpu"), ("history_empty.csv", r"empty"),
+        ("history_nocols.csv", r"history_nocols\.csv: expected columns host, cpu, run_id, start_time .*, got columns a, b"),
+        ("history_badcpu.csv", r"history_badcpu\.csv: cpu \(line 2\): expected a CPU index \(an integer\), got 'x'"), ("history_empty.csv", r"empty"),
         ("missing.csv", r"history missing\.csv does not exist"), ("afile", r"afile"),
     ]:
         add(Case(f"check-{history}", ["check", history], what))

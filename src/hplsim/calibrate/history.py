@@ -14,16 +14,27 @@ from pathlib import Path
 
 import pandas as pd
 
-from hplsim import tables
+from hplsim import formats, tables
 from hplsim.calibrate.hostnames import DAHU_HOST_FORMAT, check_host_format, host_name
 from hplsim.errors import HplsimError, warn
+from hplsim.formats import Field, Record
 
 FORMAT = "hplsim-history"
 FORMAT_VERSION = 1
 
-# Columns of a history that identify a run rather than measure it.
+#: The columns of a history that identify a run rather than measure it (CSV and SQLite
+#: alike; every other column is a metric, a number or empty); what each must hold.
+COLUMNS = {"host": "a host name", "cpu": "a CPU index (an integer)", "run_id": "the run's name",
+           "start_time": "the Unix time (s) the run started", "source": "the file the run came from"}
 KEY = ["host", "cpu", "run_id"]
-NON_METRICS = {*KEY, "start_time", "source"}
+NON_METRICS = set(COLUMNS)
+#: The published Dahu history's names for host and run_id: a node number (from 1), a job id.
+DAHU_COLUMNS = {"node": "a node number (an integer)", "jobid": "the run's name"}
+#: The SQLite file's meta table (key -> what its value must be).
+META = Record({
+    "format": Field(formats.exactly(FORMAT), repr(FORMAT), required=True),
+    "version": Field(lambda v: _version(v), f"a version up to {FORMAT_VERSION} (this hplsim's)", FORMAT_VERSION),
+}, name="the meta table", extra=True)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,6 +51,24 @@ CREATE TABLE IF NOT EXISTS observations (
 """
 
 
+def _version(value: str) -> int:
+    try:
+        version = int(value)
+    except ValueError:
+        version = -1
+    if not 0 <= version <= FORMAT_VERSION:
+        raise formats.Invalid(f"a version up to {FORMAT_VERSION} (this hplsim's)")
+    return version
+
+
+def _first_bad(source: str, df: pd.DataFrame, column: str, bad: pd.Series, expected: str) -> HplsimError:
+    """The error for a column with bad cells: the first one, its line, how many in all."""
+    row = int(bad.to_numpy().nonzero()[0][0])
+    count = int(bad.sum())
+    return formats.error(source, f"{column} (line {row + 2})", expected, shown_as=f"{df[column].iloc[row]!r}"
+                         + (f" ({count} bad rows in all)" if count > 1 else ""))
+
+
 def is_sqlite(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
@@ -52,26 +81,27 @@ def is_sqlite(path: Path) -> bool:
 
 
 def _from_csv(path: Path, host_format: str) -> pd.DataFrame:
-    df = tables.read_csv(path, f"history {path}")
-    if {"host", "run_id"} <= set(df.columns):
+    source = f"history {path}"
+    df = tables.read_csv(path, source)
+    columns = set(df.columns)
+    if not ({"host", "run_id"} <= columns or {"node", "jobid"} <= columns) or not {"cpu", "start_time"} <= columns:
+        raise formats.error(source, "", "columns host, cpu, run_id, start_time (or the Dahu layout node, cpu, "
+                            "jobid, start_time), then the metrics", shown_as="columns " + ", ".join(map(str, df.columns)))
+    if {"host", "run_id"} <= columns:
         host, run = df["host"].astype(str), df["run_id"].astype(str)
-    elif {"node", "jobid"} <= set(df.columns):
+    else:
         # the Dahu layout numbers nodes from 1: node i+1 is the platform's host dahu-i, the
         # rule `fit` applies to the same data (--host-format)
         nodes = pd.to_numeric(df["node"], errors="coerce")
-        if nodes.isna().any() or (nodes != nodes.round()).any():
-            raise HplsimError(f"history {path}: the node column holds values that are not node numbers")
+        bad = nodes.isna() | (nodes != nodes.round())
+        if bad.any():
+            raise _first_bad(source, df, "node", bad, DAHU_COLUMNS["node"])
         host = pd.Series([host_name(host_format, int(v)) for v in nodes], index=df.index, dtype=object)
         run = df["jobid"].astype(str)
-    else:
-        raise HplsimError(f"history {path}: needs columns host, cpu, run_id, start_time "
-                          "(or the Dahu layout node, cpu, jobid, start_time)")
-    if not {"cpu", "start_time"} <= set(df.columns):
-        raise HplsimError(f"history {path}: missing column cpu or start_time")
     cpu = pd.to_numeric(df["cpu"], errors="coerce")
-    if cpu.isna().any() or (cpu != cpu.round()).any():
-        bad = int(cpu.isna().sum() + (cpu != cpu.round()).sum())
-        raise HplsimError(f"history {path}: {bad} row(s) without an integer cpu")
+    bad = cpu.isna() | (cpu != cpu.round())
+    if bad.any():
+        raise _first_bad(source, df, "cpu", bad, COLUMNS["cpu"])
     out = pd.DataFrame({"host": host, "cpu": cpu.astype(int), "run_id": run,
                         "start_time": pd.to_numeric(df["start_time"], errors="coerce"), "source": str(path)})
     for col in df.columns:
@@ -120,15 +150,15 @@ def _from_sqlite(path: Path) -> pd.DataFrame:
         con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=60)
         try:
             fmt = format_of(con)
-            if not fmt or fmt.get("format") != FORMAT:
-                raise HplsimError(f"{path} is an SQLite file but not an hplsim history")
+            if not fmt:
+                raise formats.error(f"history {path}", "", "an SQLite file with an hplsim history's meta table",
+                                    shown_as="an SQLite file that is not an hplsim history")
+            formats.read(META, fmt, f"history {path}", "meta")
             long = pd.read_sql_query("SELECT * FROM observations", con)
         finally:
             con.close()
     except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
         raise HplsimError(f"cannot read history {path}: {exc}") from None
-    if int(fmt.get("version", 0)) > FORMAT_VERSION:
-        raise HplsimError(f"{path}: history version {fmt['version']} is newer than this hplsim ({FORMAT_VERSION})")
     if long.empty:
         return pd.DataFrame(columns=[*KEY, "start_time", "source"])
     long["source"] = long["source"].fillna("")
