@@ -384,10 +384,10 @@ def _cases() -> list[Case]:
         add(Case(f"hpldat-sweep-{dat}", ["sweep", dat, "--db", "r.sqlite"], what, absent=["r.sqlite"]))
     for spec, what in [
         ("spec_empty.yaml", r"spec_empty\.yaml"), ("spec_unknown.yaml", r"unknown field.*colour"),
-        ("spec_nb0.yaml", r"nb"), ("spec_badrange.yaml", r"from|to"), ("spec_seed_neg.yaml", r"seeds.*below 0"),
-        ("spec_seed_big.yaml", r"seeds: a seed must be below 2\*\*64"), ("spec_factor_neg.yaml", r"a factor must be positive"),
+        ("spec_nb0.yaml", r"nb"), ("spec_badrange.yaml", r"from|to"), ("spec_seed_neg.yaml", r"seeds\[0\]: expected an integer in 0 \.\. 2\*\*64-1 .*, got -1"),
+        ("spec_seed_big.yaml", r"seeds\[0\]: expected an integer in 0 \.\. 2\*\*64-1 \(the emulation's seeds are unsigned 64-bit\), got 18446744073709551616"), ("spec_factor_neg.yaml", r"platform\.variations\[0\]\.bandwidth: expected a positive factor .*, got -1"),
         ("spec_fat.yaml", r"fat_tree '2;4,4;1,2;1,2' has 16 leaves"), ("spec_grid.yaml", r"grids"),
-        ("spec_timeout.yaml", r"timeout"), ("spec_not_yaml.yaml", r"YAML"), ("spec_speed.yaml", r"speed factor must be positive"),
+        ("spec_timeout.yaml", r"timeout: expected a positive number of seconds, got -3"), ("spec_not_yaml.yaml", r"YAML"), ("spec_speed.yaml", r"model\.variations\[0\]\.speed: expected a positive speed factor .*, got 0"),
         ("spec_missing_platform.yaml", r"nowhere\.yaml"), ("missing_spec.yaml", r"missing_spec\.yaml"),
     ]:
         add(Case(f"sweep-{spec}", ["sweep", spec, "--db", "r.sqlite"], what, absent=["r.sqlite"]))

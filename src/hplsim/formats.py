@@ -136,14 +136,18 @@ def read(record: Record, doc: Any, source: str, path: str = "") -> dict[str, Any
 # ---------------------------------------------------------------- common converters
 
 
-def integer(minimum: int | None = None, maximum: int | None = None, what: str = "") -> Converter:
-    """A whole number (never a boolean, whatever YAML or Python say) in [minimum, maximum]."""
+def integer(minimum: int | None = None, maximum: int | None = None, what: str = "",
+            floats: bool = False) -> Converter:
+    """A whole number (never a boolean, whatever YAML or Python say) in [minimum, maximum];
+    with `floats`, a float with an integer value (``4.0``) too."""
     if not what:
         what = ("a positive integer" if minimum == 1 and maximum is None else
                 "an integer" + (f" in {minimum} .. {maximum}" if minimum is not None and maximum is not None else
                                 f" >= {minimum}" if minimum is not None else ""))
 
     def convert(value: Any) -> int:
+        if floats and isinstance(value, float) and value.is_integer():
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise Invalid(what)
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
@@ -153,14 +157,15 @@ def integer(minimum: int | None = None, maximum: int | None = None, what: str = 
     return convert
 
 
-def number(minimum: float | None = None, positive: bool = False, what: str = "") -> Converter:
-    """A finite real number (an int or a float, not a boolean; YAML's ``1e-6``, a string,
-    included), > 0 when `positive`, >= `minimum`."""
+def number(minimum: float | None = None, positive: bool = False, what: str = "",
+           strings: bool = True) -> Converter:
+    """A finite real number (an int or a float, not a boolean; with `strings`, a string that
+    reads as one, such as YAML 1.1's ``1e-6``), > 0 when `positive`, >= `minimum`."""
     what = what or ("a positive number" if positive else
                     f"a finite number >= {minimum}" if minimum is not None else "a finite number")
 
     def convert(value: Any) -> float:
-        if isinstance(value, bool):
+        if isinstance(value, bool) or (not strings and not isinstance(value, (int, float))):
             raise Invalid(what)
         try:
             x = float(value)
