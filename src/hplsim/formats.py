@@ -58,10 +58,28 @@ def shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def kind_of(value: Any) -> str:
+    """How an error shows a value of the wrong shape: its type's name, or ``nothing``."""
+    return "nothing" if value is None else type(value).__name__
+
+
 def error(source: str, path: str, expected: str, got: Any = None, *, shown_as: str | None = None) -> HplsimError:
     """The one error of a bad field: ``SOURCE: PATH: expected EXPECTED, got GOT``."""
-    where = f"{source}: {path}" if path else source
-    return HplsimError(f"{where}: expected {expected}, got {shown_as if shown_as is not None else shown(got)}")
+    return FieldError(path, expected, got, shown_as=shown_as).at(source)
+
+
+class FieldError(Exception):
+    """A bad field found by a reader that does not know its file's name (a nested part of a
+    document): `at(source)` makes it the user's error once the file is known."""
+
+    def __init__(self, path: str, expected: str, got: Any = None, *, shown_as: str | None = None):
+        self.path, self.expected = path, expected
+        self.shown = shown_as if shown_as is not None else shown(got)
+        super().__init__(f"{path}: expected {expected}, got {self.shown}" if path else
+                         f"expected {expected}, got {self.shown}")
+
+    def at(self, source: str) -> HplsimError:
+        return HplsimError(f"{source}: {self}")
 
 
 def join(path: str, key: Any) -> str:
@@ -104,32 +122,39 @@ class Record:
 def read(record: Record, doc: Any, source: str, path: str = "") -> dict[str, Any]:
     """`doc` checked against `record`: a dict of every declared field (converted, or its
     default), plus the undeclared keys when the record allows them; else one HplsimError."""
+    try:
+        return check(record, doc, path)
+    except FieldError as exc:
+        raise exc.at(source) from None
+
+
+def check(record: Record, doc: Any, path: str = "") -> dict[str, Any]:
+    """`read` for a part of a document whose file is named by the caller: a `FieldError`."""
     if not doc and record.optional:  # absent, null or empty: every field's default
         doc = {}
     if not isinstance(doc, Mapping):
-        raise error(source, path, record.name if path else f"{record.name} at the top level", doc,
-                    shown_as=type(doc).__name__ if doc is not None else "nothing")
+        raise FieldError(path, record.name if path else f"{record.name} at the top level", shown_as=kind_of(doc))
     unknown = [k for k in doc if k not in record.fields]
     if unknown and not record.extra:
-        raise error(source, path, f"only the fields {', '.join(record.fields)}",
-                    shown_as=f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+        raise FieldError(path, f"only the fields {', '.join(record.fields)}",
+                         shown_as=f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     out: dict[str, Any] = {k: doc[k] for k in unknown}
     for name, spec in record.fields.items():
         where = join(path, name)
         value = doc.get(name)
         if isinstance(spec, Record):
-            out[name] = read(spec, value, source, where)
+            out[name] = check(spec, value, where)
             continue
         if name not in doc or (value is None and spec.null_is_absent):
             if spec.required:
-                raise error(source, where, f"{spec.expected} (the field is required)", shown_as="nothing")
+                raise FieldError(where, f"{spec.expected} (the field is required)", shown_as="nothing")
             out[name] = spec.default
             continue
         try:
             out[name] = spec.convert(value)
         except Invalid as exc:
-            raise error(source, where if exc.at is None else join(where, exc.at), exc.expected,
-                        value if exc.at is None else value[exc.at], shown_as=exc.got) from None
+            raise FieldError(where if exc.at is None else join(where, exc.at), exc.expected,
+                             value if exc.at is None else value[exc.at], shown_as=exc.got) from None
     return out
 
 
@@ -212,12 +237,12 @@ def mapping(what: str = "a mapping") -> Converter:
     return convert
 
 
-def exactly(expected_value: Any) -> Converter:
-    """A constant (a format name): that value or nothing."""
+def exactly(expected_value: Any, what: str = "") -> Converter:
+    """A constant (a format name, a version): that value or nothing."""
 
     def convert(value: Any) -> Any:
         if value != expected_value:
-            raise Invalid(repr(expected_value))
+            raise Invalid(what or repr(expected_value))
         return value
 
     return convert
