@@ -26,6 +26,16 @@ def test_configs_follow_hpl_loop_order():
                      (2, 1, 1000, 0), (2, 1, 1000, 1), (2, 1, 2000, 0), (2, 1, 2000, 1)]
 
 
+def test_one_hpl_dat_lists_the_values_of_many_configs():
+    # the real runs' archive keeps one HPL.dat for all its configurations
+    configs = [HplConfig(n=n, nb=64, p=p, q=2, bcast=b, swap=1) for n in (1000, 2000) for p in (1, 2) for b in (5, 0)]
+    params = HplParams.from_configs(configs, threshold=-1.0)
+    assert (params.ns, params.grids, params.bcasts, params.swap, params.threshold) == \
+        ((1000, 2000), ((1, 2), (2, 2)), (5, 0), 1, -1.0)
+    assert set(params.configs()) == set(configs)
+    assert HplParams.from_config(configs[0]).configs() == configs[:1]
+
+
 def test_label_is_hpls_own():
     assert HplConfig(n=1000, nb=32, depth=1, bcast=2, rfact=2, ndiv=2, pfact=1, nbmin=4).label() == "WR12R2C4"
 

@@ -267,3 +267,39 @@ def test_kill(tmp_path, command, sig):
 @pytest.mark.parametrize("command", KILLED)
 def test_kill_at_many_moments(tmp_path, command, sig, seed):
     KILLED[command](tmp_path, sig, seed, deep=True)
+
+
+WATCHED_CHILD = """
+import os, signal, subprocess, sys, time
+from hplsim.processes import killed_on_failure, popen, watch_parent
+if os.fork():  # the parent: waits to be killed
+    time.sleep(600)
+    sys.exit()
+# SIGTERM ignored: PR_SET_PDEATHSIG alone could not end this process; only the watch can
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+watch_parent(period=0.05)
+sleeper = popen(["sleep", "600"], start_new_session=True)
+print(os.getpid(), sleeper.pid, flush=True)
+with killed_on_failure(sleeper, ""):
+    sleeper.wait()
+"""
+
+
+def test_a_worker_whose_parent_dies_ends_itself_and_the_group_it_waits_for():
+    parent = subprocess.Popen([sys.executable, "-c", WATCHED_CHILD], stdout=subprocess.PIPE, text=True)
+    worker, sleeper = map(int, parent.stdout.readline().split())
+    assert _running(worker) and _running(sleeper)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while (_running(worker) or _running(sleeper)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(worker) and not _running(sleeper)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a reparented zombie waits for init to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -157,11 +157,25 @@ def start_sweep_and_wait(spec: Path, db: Path, cwd: Path, marker: str, runs: int
     return proc
 
 
-def wait_gone(marker: str, timeout: float = 20.0) -> list[int]:
+def wait_gone(marker: str, timeout: float = 20.0) -> list[str]:
+    """The marked processes still there after `timeout`, each described (pid, state, what it
+    waits in, command line) so that a failure says which process stayed and why."""
     deadline = time.monotonic() + timeout
     while marked_processes(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return marked_processes(marker)
+    return [describe_process(pid) for pid in marked_processes(marker)]
+
+
+def describe_process(pid: int) -> str:
+    proc = Path(f"/proc/{pid}")
+    try:
+        state = next(line.split(":", 1)[1].strip() for line in (proc / "status").read_text().splitlines()
+                     if line.startswith("State:"))
+        wchan = (proc / "wchan").read_text()
+        command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except (OSError, StopIteration):
+        return f"{pid} (gone while described)"
+    return f"{pid} {state} in {wchan or '-'}: {command}"
 
 
 def test_sigkill_mid_sweep_then_restart(spec24, local24, tmp_path):

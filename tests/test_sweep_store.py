@@ -53,6 +53,30 @@ def test_record_keeps_ok_and_retries_failed(tmp_path):
     assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_parameter_columns_are_those_of_the_version_1_files(tmp_path):
+    """The columns come from the table of HPL parameters; stores already written (format
+    version 1) have these, in this order, so the derived list must give them."""
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        columns = [r["name"] for r in store.conn.execute("PRAGMA table_info(runs)")]
+    assert columns[2:19] == ["n", "nb", "p", "q", "pmap", "pfact", "nbmin", "ndiv", "rfact", "bcast", "depth",
+                             "swap", "swap_threshold", "l1_transposed", "u_transposed", "equil", "align"]
+    assert columns[19] == "seed"
+
+
+def test_a_store_older_than_a_parameter_gets_its_column_at_its_default(tmp_path):
+    plan = small_plan(tmp_path)
+    a, b = plan.tasks[:2]
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        store.record(a, plan.variants[0], ok(a), None)
+    raw = sqlite3.connect(tmp_path / "r.sqlite")
+    raw.execute("ALTER TABLE runs DROP COLUMN align")  # as if written before ALIGN was a parameter
+    raw.commit()
+    raw.close()
+    with ResultStore(tmp_path / "r.sqlite", create=False) as store:
+        store.record(b, plan.variants[0], ok(b), None)
+        assert [r["align"] for r in store.runs()] == [8, b.config.align]
+
+
 def test_not_a_store(tmp_path):
     with pytest.raises(HplsimError, match="no results store"):
         ResultStore(tmp_path / "missing.sqlite", create=False)

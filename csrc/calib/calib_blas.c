@@ -12,6 +12,9 @@
  * anything is timed, in the requested mode, because the data's bits change the power
  * drawn, hence the frequency, hence dgemm's speed. */
 #include "calib_common.h"
+/* The kernels' names and which of them this benchmark measures: the table of kernels
+ * (hplsim.hpl.kernels), as the emulation's runtime knows them. */
+#include "kernels.h" /* csrc/kernel-models/, on the include path */
 
 #include <getopt.h>
 #include <math.h>
@@ -28,7 +31,7 @@ enum { INIT_CONSTANT, INIT_SEQUENTIAL, INIT_RANDOM, INIT_MASKED };
 static const char *INIT_NAMES[] = {"constant", "sequential", "random", "masked", NULL};
 
 typedef struct {
-  int dtrsm;  /* 0: dgemm, 1: dtrsm */
+  enum hplsim_kernel kernel;  /* K_DGEMM or K_DTRSM */
   long long m, n, k, lda, ldb, ldc;
   char side;  /* 'L' / 'R' for dtrsm, 0 for dgemm */
   long long rep;
@@ -53,6 +56,13 @@ static void usage(void) {
 }
 
 /* ---------------------------------------------------------------- input */
+
+/* The kernel a row's function names, or -1 if this benchmark does not measure it. */
+static int calibrated_kernel(const char *name) {
+  for (int k = 0; k < K_NKERNELS; k++)
+    if (hplsim_kernels[k].calibrated && strcmp(hplsim_kernels[k].name, name) == 0) return k;
+  return -1;
+}
 
 static row_t *read_rows(const char *path, size_t *count) {
   FILE *f = fopen(path, "r");
@@ -80,9 +90,9 @@ static row_t *read_rows(const char *path, size_t *count) {
     const char *v[9];
     for (int i = 0; i < 9; i++) v[i] = (col[i] >= 0 && col[i] < nf) ? fields[col[i]] : "";
     row_t r = {0};
-    if (!*v[0] || strcmp(v[0], "dgemm") == 0) r.dtrsm = 0;
-    else if (strcmp(v[0], "dtrsm") == 0) r.dtrsm = 1;
-    else die(2, "unknown function %s on line %lld (dgemm or dtrsm)", v[0], lineno);
+    int kernel = *v[0] ? calibrated_kernel(v[0]) : K_DGEMM;
+    if (kernel < 0) die(2, "unknown function %s on line %lld (dgemm or dtrsm)", v[0], lineno);
+    r.kernel = (enum hplsim_kernel)kernel;
     r.m = calib_parse_int(v[1]);
     r.n = calib_parse_int(v[2]);
     r.k = calib_parse_int(v[3]);
@@ -92,7 +102,7 @@ static row_t *read_rows(const char *path, size_t *count) {
     r.rep = calib_parse_int(v[8]);
     if (r.rep < 0) r.rep = 0;
     if (r.m < 1 || r.n < 1) die(2, "%sline %lld: m and n must be integers >= 1", "", lineno);
-    if (r.dtrsm) {
+    if (r.kernel == K_DTRSM) {
       if (strcmp(v[4], "L") == 0 || strcmp(v[4], "l") == 0) r.side = 'L';
       else if (strcmp(v[4], "R") == 0 || strcmp(v[4], "r") == 0) r.side = 'R';
       else die(2, "%sline %lld: dtrsm needs side L or R", "", lineno);
@@ -124,7 +134,7 @@ static row_t *read_rows(const char *path, size_t *count) {
 
 /* Elements each operand needs at offset 0 (column-major: ld × columns). */
 static void needs(const row_t *r, size_t *a, size_t *b, size_t *c) {
-  if (r->dtrsm) {
+  if (r->kernel == K_DTRSM) {
     long long order = r->side == 'L' ? r->m : r->n;
     *a = (size_t)(r->lda * (order - 1) + order);
     *b = (size_t)(r->ldb * (r->n - 1) + r->m);
@@ -202,7 +212,7 @@ static size_t offset(buffers_t *bf) {
 
 static void call(buffers_t *bf, const row_t *r) {
   double *A = bf->A + offset(bf), *B = bf->B + offset(bf), *C = bf->C + offset(bf);
-  if (r->dtrsm) {
+  if (r->kernel == K_DTRSM) {
     cblas_dtrsm(CblasColMajor, r->side == 'L' ? CblasLeft : CblasRight,
                 r->side == 'L' ? CblasLower : CblasUpper, CblasNoTrans, CblasUnit,
                 (int)r->m, (int)r->n, 1.0, A, (int)r->lda, B, (int)r->ldb);
@@ -215,12 +225,12 @@ static void call(buffers_t *bf, const row_t *r) {
 static void print_row(const row_t *r, double start, double duration, const char *host, int core,
                       int rank) {
   char k[24] = "", ldc[24] = "", side[2] = {r->side, 0};
-  if (!r->dtrsm) {
+  if (r->kernel != K_DTRSM) {
     snprintf(k, sizeof k, "%lld", r->k);
     snprintf(ldc, sizeof ldc, "%lld", r->ldc);
   }
   printf("%s,%lld,%lld,%s,%s,%lld,%lld,%s,%.9f,%.9e,%s,%d,%d,%d,%lld\n",
-         r->dtrsm ? "dtrsm" : "dgemm", r->m, r->n, k, side, r->lda, r->ldb, ldc, start, duration,
+         hplsim_kernels[r->kernel].name, r->m, r->n, k, side, r->lda, r->ldb, ldc, start, duration,
          host, calib_package_of(core), core, rank, r->rep);
 }
 
@@ -304,7 +314,7 @@ int main(int argc, char **argv) {
     if (a > na) na = a;
     if (b > nb) nb = b;
     if (c > nc) nc = c;
-    if (rows[i].dtrsm) {
+    if (rows[i].kernel == K_DTRSM) {
       any_trsm = 1;
       long long order = rows[i].side == 'L' ? rows[i].m : rows[i].n;
       if (order > max_order) max_order = order;
@@ -336,7 +346,7 @@ int main(int argc, char **argv) {
   /* Warm-up: bring the core to its steady frequency before the first timed call. */
   double w0 = calib_now();
   if (warmup > 0) {
-    row_t w = {0, 512, 512, 512, 512, 512, 512, 0, 0};
+    row_t w = {.kernel = K_DGEMM, .m = 512, .n = 512, .k = 512, .lda = 512, .ldb = 512, .ldc = 512};
     double until = calib_now() + warmup;
     size_t saved = bf.pad;
     bf.pad = 0;

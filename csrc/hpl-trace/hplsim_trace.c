@@ -23,26 +23,17 @@
 #include <time.h>
 #include <unistd.h>
 
-enum {
-  T_PDGESV, T_DGEMM, T_DTRSM, T_DGEMV, T_DGER, T_DTRSV, T_DAXPY, T_DSCAL, T_DSWAP, T_IDAMAX,
-  T_DLACPY, T_DLATCPY, T_00N, T_10N, T_01N, T_01T, T_02N, T_03N, T_03T, T_04N, T_04T, T_05N,
-  T_05T, T_06N, T_06T, T_COUNT
-};
-static const char *NAMES[T_COUNT] = {
-  "HPL_pdgesv", "dgemm", "dtrsm", "dgemv", "dger", "dtrsv", "daxpy", "dscal", "dswap", "idamax",
-  "HPL_dlacpy", "HPL_dlatcpy", "HPL_dlaswp00N", "HPL_dlaswp10N", "HPL_dlaswp01N", "HPL_dlaswp01T",
-  "HPL_dlaswp02N", "HPL_dlaswp03N", "HPL_dlaswp03T", "HPL_dlaswp04N", "HPL_dlaswp04T",
-  "HPL_dlaswp05N", "HPL_dlaswp05T", "HPL_dlaswp06N", "HPL_dlaswp06T",
-};
-/* how the three recorded sizes map to the model's variables */
-enum { V_N, V_MN, V_MNK, V_M0M1N, V_NONE };
-static const int VARS[T_COUNT] = {
-  V_NONE, V_MNK, V_MNK, V_MN, V_MN, V_N, V_N, V_N, V_N, V_N,
-  V_MN, V_MN, V_MN, V_MN, V_MN, V_MN, V_MN, V_MN, V_MN, V_M0M1N, V_M0M1N, V_MN, V_MN, V_MN, V_MN,
-};
+/* The kernels, their names and what their sizes are: the table of kernels (hplsim.hpl.kernels).
+ * A record holds the three sizes the emulation's runtime receives for the same call. */
+#include "kernels.h" /* csrc/kernel-models/, on the include path */
+
+enum { T_PDGESV = K_NKERNELS };
+/* The trace's size columns, in order (`ld`, the last column, is written after the rank). */
+static const char *const SIZE_COLUMNS[] = {"m", "n", "k", "m0", "m1"};
+#define NSLOTS (sizeof hplsim_kernels->slots / sizeof *hplsim_kernels->slots)
 
 typedef struct {
-  int kernel, a, b, c, ld;
+  int kernel, x[NSLOTS];
   char side;
   double start, duration;
 } rec_t;
@@ -58,7 +49,7 @@ static inline double now(void)
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void add(int kernel, int a, int b, int c, int ld, char side, double t0, double t1)
+static void add(int kernel, int a, int b, int c, char side, double t0, double t1)
 {
   if (nrec == cap) {
     if (maxrec == 0) {
@@ -82,23 +73,22 @@ static void add(int kernel, int a, int b, int c, int ld, char side, double t0, d
     recs = n;
     cap = ncap;
   }
-  recs[nrec++] = (rec_t){kernel, a, b, c, ld, side, t0, t1 - t0};
+  recs[nrec++] = (rec_t){kernel, {a, b, c}, side, t0, t1 - t0};
 }
 
-#define TIMED_LD(kernel, a, b, c, ld, side, record, call)                                          \
+/* a, b, c: the sizes in the order of the kernel's slots (for the row swaps, the leading
+ * dimension of the matrix whose rows they walk comes third: they cost 1.6x more when it is a
+ * multiple of the L1 set span, lab notebook E25). */
+#define TIMED(kernel, a, b, c, side, record, call)                                                  \
   do {                                                                                              \
     if (!active || !(record)) {                                                                     \
       call;                                                                                         \
     } else {                                                                                        \
       double t0_ = now();                                                                           \
       call;                                                                                         \
-      add(kernel, a, b, c, ld, side, t0_, now());                                                   \
+      add(kernel, a, b, c, side, t0_, now());                                                       \
     }                                                                                               \
   } while (0)
-
-/* ld: the leading dimension of the matrix whose rows an HPL kernel walks (0: none). The row
- * swaps cost 1.6x more when it is a multiple of the L1 set span (lab notebook E25). */
-#define TIMED(kernel, a, b, c, side, record, call) TIMED_LD(kernel, a, b, c, 0, side, record, call)
 
 /* ------------------------------------------------------------------------- BLAS (cblas) */
 
@@ -108,7 +98,7 @@ void __wrap_cblas_dgemm(int order, int ta, int tb, int M, int N, int K, double a
                         int lda, const double *B, int ldb, double beta, double *C, int ldc)
 {
   int rec = !(M <= 0 || N <= 0 || ((K <= 0 || alpha == 0.0) && beta == 1.0));
-  TIMED(T_DGEMM, M, N, K, 0, rec,
+  TIMED(K_DGEMM, M, N, K, 0, rec,
         __real_cblas_dgemm(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
@@ -117,7 +107,7 @@ void __wrap_cblas_dtrsm(int order, int side, int uplo, int ta, int diag, int M, 
                         const double *A, int lda, double *B, int ldb)
 {
   int left = side == 141; /* HplLeft / CblasLeft */
-  TIMED(T_DTRSM, M, N, left ? M : N, left ? 'L' : 'R', M > 0 && N > 0,
+  TIMED(K_DTRSM, M, N, left ? M : N, left ? 'L' : 'R', M > 0 && N > 0,
         __real_cblas_dtrsm(order, side, uplo, ta, diag, M, N, alpha, A, lda, B, ldb));
 }
 
@@ -126,7 +116,7 @@ void __real_cblas_dgemv(int, int, int, int, double, const double *, int, const d
 void __wrap_cblas_dgemv(int order, int ta, int M, int N, double alpha, const double *A, int lda,
                         const double *X, int incx, double beta, double *Y, int incy)
 {
-  TIMED(T_DGEMV, M, N, 0, 0, !(M <= 0 || N <= 0 || (alpha == 0.0 && beta == 1.0)),
+  TIMED(K_DGEMV, M, N, 0, 0, !(M <= 0 || N <= 0 || (alpha == 0.0 && beta == 1.0)),
         __real_cblas_dgemv(order, ta, M, N, alpha, A, lda, X, incx, beta, Y, incy));
 }
 
@@ -134,7 +124,7 @@ void __real_cblas_dger(int, int, int, double, const double *, int, const double 
 void __wrap_cblas_dger(int order, int M, int N, double alpha, const double *X, int incx, const double *Y,
                        int incy, double *A, int lda)
 {
-  TIMED(T_DGER, M, N, 0, 0, !(M <= 0 || N <= 0 || alpha == 0.0),
+  TIMED(K_DGER, M, N, 0, 0, !(M <= 0 || N <= 0 || alpha == 0.0),
         __real_cblas_dger(order, M, N, alpha, X, incx, Y, incy, A, lda));
 }
 
@@ -142,32 +132,32 @@ void __real_cblas_dtrsv(int, int, int, int, int, const double *, int, double *, 
 void __wrap_cblas_dtrsv(int order, int uplo, int ta, int diag, int N, const double *A, int lda, double *X,
                         int incx)
 {
-  TIMED(T_DTRSV, N, 0, 0, 0, N > 0, __real_cblas_dtrsv(order, uplo, ta, diag, N, A, lda, X, incx));
+  TIMED(K_DTRSV, N, 0, 0, 0, N > 0, __real_cblas_dtrsv(order, uplo, ta, diag, N, A, lda, X, incx));
 }
 
 void __real_cblas_daxpy(int, double, const double *, int, double *, int);
 void __wrap_cblas_daxpy(int N, double alpha, const double *X, int incx, double *Y, int incy)
 {
-  TIMED(T_DAXPY, N, 0, 0, 0, N > 0, __real_cblas_daxpy(N, alpha, X, incx, Y, incy));
+  TIMED(K_DAXPY, N, 0, 0, 0, N > 0, __real_cblas_daxpy(N, alpha, X, incx, Y, incy));
 }
 
 void __real_cblas_dscal(int, double, double *, int);
 void __wrap_cblas_dscal(int N, double alpha, double *X, int incx)
 {
-  TIMED(T_DSCAL, N, 0, 0, 0, N > 0, __real_cblas_dscal(N, alpha, X, incx));
+  TIMED(K_DSCAL, N, 0, 0, 0, N > 0, __real_cblas_dscal(N, alpha, X, incx));
 }
 
 void __real_cblas_dswap(int, double *, int, double *, int);
 void __wrap_cblas_dswap(int N, double *X, int incx, double *Y, int incy)
 {
-  TIMED(T_DSWAP, N, 0, 0, 0, N > 0, __real_cblas_dswap(N, X, incx, Y, incy));
+  TIMED(K_DSWAP, N, 0, 0, 0, N > 0, __real_cblas_dswap(N, X, incx, Y, incy));
 }
 
 int __real_cblas_idamax(int, const double *, int);
 int __wrap_cblas_idamax(int N, const double *X, int incx)
 {
   int r;
-  TIMED(T_IDAMAX, N, 0, 0, 0, N > 0, r = __real_cblas_idamax(N, X, incx));
+  TIMED(K_IDAMAX, N, 0, 0, 0, N > 0, r = __real_cblas_idamax(N, X, incx));
   return r;
 }
 
@@ -176,42 +166,42 @@ int __wrap_cblas_idamax(int N, const double *X, int incx)
 void __real_HPL_dlacpy(int, int, const double *, int, double *, int);
 void __wrap_HPL_dlacpy(int M, int N, const double *A, int LDA, double *B, int LDB)
 {
-  TIMED(T_DLACPY, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlacpy(M, N, A, LDA, B, LDB));
+  TIMED(K_DLACPY, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlacpy(M, N, A, LDA, B, LDB));
 }
 
 void __real_HPL_dlatcpy(int, int, const double *, int, double *, int);
 void __wrap_HPL_dlatcpy(int M, int N, const double *A, int LDA, double *B, int LDB)
 {
-  TIMED(T_DLATCPY, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlatcpy(M, N, A, LDA, B, LDB));
+  TIMED(K_DLATCPY, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlatcpy(M, N, A, LDA, B, LDB));
 }
 
 #define SWAP_A(suffix, id)                                                                          \
   void __real_HPL_dlaswp##suffix(int, int, double *, int, const int *);                             \
   void __wrap_HPL_dlaswp##suffix(int M, int N, double *A, int LDA, const int *IPIV)                 \
   {                                                                                                 \
-    TIMED_LD(id, M, N, 0, LDA, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, A, LDA, IPIV));   \
+    TIMED(id, M, N, LDA, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, A, LDA, IPIV));         \
   }
-SWAP_A(00N, T_00N)
-SWAP_A(10N, T_10N)
+SWAP_A(00N, K_DLASWP00N)
+SWAP_A(10N, K_DLASWP10N)
 
 #define SWAP_AU(suffix, id)                                                                         \
   void __real_HPL_dlaswp##suffix(int, int, double *, int, double *, int, const int *, const int *); \
   void __wrap_HPL_dlaswp##suffix(int M, int N, double *A, int LDA, double *U, int LDU, const int *LA, \
                                  const int *LAU)                                                    \
   {                                                                                                 \
-    TIMED_LD(id, M, N, 0, LDA, 0, M > 0 && N > 0,                                                 \
-             __real_HPL_dlaswp##suffix(M, N, A, LDA, U, LDU, LA, LAU));                          \
+    TIMED(id, M, N, LDA, 0, M > 0 && N > 0,                                                         \
+          __real_HPL_dlaswp##suffix(M, N, A, LDA, U, LDU, LA, LAU));                                \
   }
-SWAP_AU(01N, T_01N)
-SWAP_AU(01T, T_01T)
-SWAP_AU(05N, T_05N)
-SWAP_AU(05T, T_05T)
+SWAP_AU(01N, K_DLASWP01N)
+SWAP_AU(01T, K_DLASWP01T)
+SWAP_AU(05N, K_DLASWP05N)
+SWAP_AU(05T, K_DLASWP05T)
 
 void __real_HPL_dlaswp02N(int, int, const double *, int, double *, double *, int, const int *, const int *);
 void __wrap_HPL_dlaswp02N(int M, int N, const double *A, int LDA, double *W0, double *W, int LDW,
                           const int *LA, const int *LAU)
 {
-  TIMED_LD(T_02N, M, N, 0, LDA, 0, M > 0 && N > 0, __real_HPL_dlaswp02N(M, N, A, LDA, W0, W, LDW, LA, LAU));
+  TIMED(K_DLASWP02N, M, N, LDA, 0, M > 0 && N > 0, __real_HPL_dlaswp02N(M, N, A, LDA, W0, W, LDW, LA, LAU));
 }
 
 #define SWAP_03(suffix, id)                                                                         \
@@ -219,10 +209,10 @@ void __wrap_HPL_dlaswp02N(int M, int N, const double *A, int LDA, double *W0, do
   void __wrap_HPL_dlaswp##suffix(int M, int N, double *U, int LDU, const double *W0, const double *W, \
                                  int LDW)                                                           \
   {                                                                                                 \
-    TIMED_LD(id, M, N, 0, LDU, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, U, LDU, W0, W, LDW)); \
+    TIMED(id, M, N, LDU, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, U, LDU, W0, W, LDW));   \
   }
-SWAP_03(03N, T_03N)
-SWAP_03(03T, T_03T)
+SWAP_03(03N, K_DLASWP03N)
+SWAP_03(03T, K_DLASWP03T)
 
 #define SWAP_04(suffix, id)                                                                         \
   void __real_HPL_dlaswp##suffix(int, int, int, double *, int, double *, int, const double *,       \
@@ -234,17 +224,17 @@ SWAP_03(03T, T_03T)
     TIMED(id, M0, M1, N, 0, !((M0 <= 0 && M1 <= 0) || N <= 0),                                      \
           __real_HPL_dlaswp##suffix(M0, M1, N, U, LDU, A, LDA, W0, W, LDW, LA, LAU));               \
   }
-SWAP_04(04N, T_04N)
-SWAP_04(04T, T_04T)
+SWAP_04(04N, K_DLASWP04N)
+SWAP_04(04T, K_DLASWP04T)
 
 #define SWAP_06(suffix, id)                                                                         \
   void __real_HPL_dlaswp##suffix(int, int, double *, int, double *, int, const int *);              \
   void __wrap_HPL_dlaswp##suffix(int M, int N, double *A, int LDA, double *U, int LDU, const int *LA) \
   {                                                                                                 \
-    TIMED_LD(id, M, N, 0, LDA, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, A, LDA, U, LDU, LA)); \
+    TIMED(id, M, N, LDA, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, A, LDA, U, LDU, LA));   \
   }
-SWAP_06(06N, T_06N)
-SWAP_06(06T, T_06T)
+SWAP_06(06N, K_DLASWP06N)
+SWAP_06(06T, K_DLASWP06T)
 
 /* ------------------------------------------------------------------------- timed region */
 
@@ -256,7 +246,7 @@ void __wrap_HPL_pdgesv(struct HPL_S_grid *grid, struct HPL_S_palg *algo, struct 
 {
   size_t slot = nrec;
   double t0 = now();
-  add(T_PDGESV, 0, 0, 0, 0, 0, t0, t0); /* placeholder, completed below: first row of the run */
+  add(T_PDGESV, 0, 0, 0, 0, t0, t0); /* placeholder, completed below: first row of the run */
   active = 1;
   __real_HPL_pdgesv(grid, algo, a);
   active = 0;
@@ -310,18 +300,21 @@ __attribute__((destructor)) static void hplsim_trace_dump(void)
   fprintf(out, "function,m,n,k,m0,m1,side,duration,start,host,cpu,core,rank,ld\n");
   for (size_t i = 0; i < nrec; i++) {
     const rec_t *r = &recs[i];
-    char sizes[96];
-    switch (VARS[r->kernel]) {
-    case V_N: snprintf(sizes, sizeof sizes, ",%d,,,", r->a); break;
-    case V_MN: snprintf(sizes, sizeof sizes, "%d,%d,,,", r->a, r->b); break;
-    case V_MNK: snprintf(sizes, sizeof sizes, "%d,%d,%d,,", r->a, r->b, r->c); break;
-    case V_M0M1N: snprintf(sizes, sizeof sizes, ",%d,,%d,%d", r->c, r->a, r->b); break;
-    default: snprintf(sizes, sizeof sizes, ",,,,"); break;
+    const char *const *slots = r->kernel < K_NKERNELS ? hplsim_kernels[r->kernel].slots : NULL;
+    char sizes[96] = "", ld[16] = "";
+    size_t used = 0;
+    for (size_t c = 0; c < sizeof SIZE_COLUMNS / sizeof *SIZE_COLUMNS; c++) {
+      char cell[16] = "";
+      for (size_t s = 0; slots && s < NSLOTS; s++)
+        if (slots[s] && strcmp(slots[s], SIZE_COLUMNS[c]) == 0)
+          snprintf(cell, sizeof cell, "%d", r->x[s]);
+      used += snprintf(sizes + used, sizeof sizes - used, c ? ",%s" : "%s", cell);
     }
-    char ld[16] = "";
-    if (r->ld > 0)
-      snprintf(ld, sizeof ld, "%d", r->ld);
-    fprintf(out, "%s,%s,%s,%.9e,%.9f,%s,%d,%d,%d,%s\n", NAMES[r->kernel], sizes,
+    for (size_t s = 0; slots && s < NSLOTS; s++)
+      if (slots[s] && strcmp(slots[s], "ld") == 0 && r->x[s] > 0)
+        snprintf(ld, sizeof ld, "%d", r->x[s]);
+    const char *name = r->kernel < K_NKERNELS ? hplsim_kernels[r->kernel].name : "HPL_pdgesv";
+    fprintf(out, "%s,%s,%s,%.9e,%.9f,%s,%d,%d,%d,%s\n", name, sizes,
             r->side ? (r->side == 'L' ? "L" : "R") : "", r->duration, r->start, host, cpu, core, rank, ld);
   }
   if (dropped)

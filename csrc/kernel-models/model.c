@@ -55,21 +55,6 @@ typedef struct {
   piece *pieces;
 } kmodel;
 
-static const char *const kernel_names[K_NKERNELS] = {
-    [K_DGEMM] = "dgemm",           [K_DTRSM] = "dtrsm",
-    [K_DGEMV] = "dgemv",           [K_DGER] = "dger",
-    [K_DTRSV] = "dtrsv",           [K_DAXPY] = "daxpy",
-    [K_DSCAL] = "dscal",           [K_DSWAP] = "dswap",
-    [K_IDAMAX] = "idamax",         [K_DLACPY] = "HPL_dlacpy",
-    [K_DLATCPY] = "HPL_dlatcpy",   [K_DLASWP00N] = "HPL_dlaswp00N",
-    [K_DLASWP10N] = "HPL_dlaswp10N", [K_DLASWP01N] = "HPL_dlaswp01N",
-    [K_DLASWP01T] = "HPL_dlaswp01T", [K_DLASWP02N] = "HPL_dlaswp02N",
-    [K_DLASWP03N] = "HPL_dlaswp03N", [K_DLASWP03T] = "HPL_dlaswp03T",
-    [K_DLASWP04N] = "HPL_dlaswp04N", [K_DLASWP04T] = "HPL_dlaswp04T",
-    [K_DLASWP05N] = "HPL_dlaswp05N", [K_DLASWP05T] = "HPL_dlaswp05T",
-    [K_DLASWP06N] = "HPL_dlaswp06N", [K_DLASWP06T] = "HPL_dlaswp06T",
-};
-
 static kmodel models[K_NKERNELS];
 static int has_model[K_NKERNELS];
 static int my_cpu;
@@ -81,7 +66,7 @@ static const double HALFNORMAL_SD = 0.60281028144776133;      /* sqrt(1-2/pi) */
 static int lookup_kernel(const char *name)
 {
   for (int k = 0; k < K_NKERNELS; k++)
-    if (strcmp(kernel_names[k], name) == 0)
+    if (strcmp(hplsim_kernels[k].name, name) == 0)
       return k;
   return -1;
 }
@@ -349,7 +334,7 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
 
 int hplsim_model_has(enum hplsim_kernel kernel) { return has_model[kernel]; }
 
-const char *hplsim_kernel_name(enum hplsim_kernel kernel) { return kernel_names[kernel]; }
+const char *hplsim_kernel_name(enum hplsim_kernel kernel) { return hplsim_kernels[kernel].name; }
 
 int hplsim_model_cpu(void) { return my_cpu; }
 

@@ -6,7 +6,18 @@
  * swaps read them back, so they must stay per rank. Mapping a folded buffer costs mmaps
  * proportional to its size, hence the reuse: a released buffer serves later, smaller
  * requests by placing the returned pointer so that their pivot window lands in its
- * private window. */
+ * private window.
+ *
+ * The private window starts exactly at DPIV, never before it. When SMPI 3.32 copies a
+ * message from or to a partially shared buffer, it keeps the private blocks that start at
+ * or after the message's first byte and drops one that starts before it
+ * (shift_and_frame_private_blocks subtracts unsigned offsets): a message that begins
+ * inside the private window is not copied at all. The long broadcasts (BCAST 4, 5) send
+ * the panel in pieces of len/Q doubles; with a window starting before DPIV, a piece that
+ * begins between the window's start and DPIV carried stale pivots (2 x 64, NB 64: the
+ * rows then disagreed on the rows to swap, MPI_ERR_TRUNCATE, or a silently wrong time).
+ * A piece may also begin inside DPIV itself when the pieces are shorter than it (Q > NB,
+ * small panels): no private window survives that, so such a panel is not folded at all. */
 #include <smpi/smpi.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +33,7 @@ typedef struct {
   char *base;
   size_t capacity;
   size_t window_lo, window_hi; /* the private byte range */
+  int all_private;              /* not folded: any placement fits */
   int in_use;
 } buffer;
 
@@ -57,23 +69,44 @@ static void refold(char *base, size_t lo, size_t hi)
     hplsim_fold_lazily((void *)a, z - a);
 }
 
-/* Offset at which a request fits in `b`, or -1. */
+/* Offset at which a request fits in `b` with its DPIV at the window's first byte, or -1.
+ * HPL aligns the returned pointer up to `align` itself, so the offset must be a multiple
+ * of it: successive panels' DPIV offsets differ by multiples of JB·JB doubles, which keeps
+ * the reuse for every panel but a last, narrower one. */
 static long fit(const buffer *b, size_t size, size_t align, size_t off, size_t len)
 {
-  if (b->window_hi < off + len)
+  if (b->all_private)
+    return size <= b->capacity ? 0 : -1;
+  if (b->window_lo < off)
     return -1;
-  size_t k = (b->window_hi - len - off) / align * align;
-  if (k + off < b->window_lo || k + size > b->capacity)
+  size_t k = b->window_lo - off;
+  if (k % align != 0 || k + off + len > b->window_hi || k + size > b->capacity)
     return -1;
   return (long)k;
 }
 
-void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
+/* Whether a piece of the long broadcasts may begin strictly inside the pivot window
+ * [off, off + len): HPL_blong.c and HPL_blonM.c cut the panel's (off + len) / 8 doubles
+ * into `pieces` pieces of count = max(1, total / pieces) doubles, starting at j·count. */
+static int piece_starts_in_window(size_t off, size_t len, int pieces)
+{
+  if (pieces <= 1)
+    return 0;
+  size_t lo = off / sizeof(double), hi = (off + len) / sizeof(double);
+  size_t count = hi / (size_t)pieces;
+  if (count < 1)
+    count = 1;
+  size_t j = lo / count + 1; /* the first boundary after lo */
+  return j < (size_t)pieces && j * count < hi;
+}
+
+void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len, int pieces)
 {
   if (align == 0)
     align = sizeof(double);
+  int all_private = panels_mode() == PRIVATE || piece_starts_in_window(off, len, pieces);
   for (int i = 0; i < npool; i++) {
-    if (pool[i].in_use)
+    if (pool[i].in_use || pool[i].all_private != all_private)
       continue;
     long k = fit(&pool[i], size, align, off, len);
     if (k >= 0) {
@@ -96,7 +129,7 @@ void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
   buffer b;
   b.capacity = size + align;
   b.window_lo = off;
-  b.window_hi = off + len + align;
+  b.window_hi = off + len;
   if (b.window_hi > b.capacity)
     b.window_hi = b.capacity;
   size_t offsets[4];
@@ -111,7 +144,8 @@ void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
     offsets[2 * nblocks + 1] = b.capacity;
     nblocks++;
   }
-  if (panels_mode() == PRIVATE)
+  b.all_private = all_private;
+  if (all_private)
     nblocks = 0;
   b.base = nblocks ? SMPI_PARTIAL_SHARED_MALLOC(b.capacity, offsets, nblocks) : malloc(b.capacity);
   if (!b.base)

@@ -5,8 +5,9 @@
 #include <stddef.h>
 
 /* Panel buffers: `size` bytes, returned aligned to `align`, folded except the `private_len`
- * bytes at `private_offset` (HPL's pivot indices); reused across iterations. */
-void *hplsim_panel_work(size_t size, size_t align, size_t private_offset, size_t private_len);
+ * bytes at `private_offset` (HPL's pivot indices); reused across iterations. `pieces`: the
+ * number of pieces the long broadcasts cut the panel into (the process columns). */
+void *hplsim_panel_work(size_t size, size_t align, size_t private_offset, size_t private_len, int pieces);
 void hplsim_panel_release(void *work);
 
 /* A folded scratch buffer of at least `size` bytes, the rank's only one (HPL's row-swap

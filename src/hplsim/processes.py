@@ -22,6 +22,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -87,11 +88,17 @@ def kill_group(proc: subprocess.Popen, grace: float = 0.0) -> None:
         proc.wait()
 
 
+#: process groups (of children started in a session of their own) being waited for in
+#: `killed_on_failure`: what `watch_parent` kills if this process's parent dies
+_WAITED_GROUPS: set[int] = set()
+
+
 @contextlib.contextmanager
 def killed_on_failure(proc: subprocess.Popen, timeout_message: str) -> Iterator[None]:
     """Wait for `proc` inside the block: if the wait times out, or anything else goes wrong
     (an interruption included), its whole process group is killed; a timeout becomes one
     error line saying `timeout_message`."""
+    _WAITED_GROUPS.add(proc.pid)
     try:
         yield
     except subprocess.TimeoutExpired:
@@ -100,6 +107,25 @@ def killed_on_failure(proc: subprocess.Popen, timeout_message: str) -> Iterator[
     except BaseException:
         kill_group(proc)
         raise
+    finally:
+        _WAITED_GROUPS.discard(proc.pid)
+
+
+def watch_parent(period: float = 0.2) -> None:
+    """End this process, and the process groups it waits for, soon after its parent dies,
+    from a thread of its own: the second line of defence behind PR_SET_PDEATHSIG, which
+    only works if the main thread gets to run the signal handler (a sweep's worker killed
+    with its coordinator must not finish a run nobody will store, nor leave it running)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(period)
+        for group in list(_WAITED_GROUPS):
+            _signal_group(group, signal.SIGKILL)
+        os._exit(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="hplsim-watch-parent", daemon=True).start()
 
 
 def _raise(signum: int, frame: Any) -> None:

@@ -28,8 +28,10 @@ import numpy as np
 import pandas as pd
 
 from hplsim.errors import HplsimError
+from hplsim.hpl.kernels import calibrated
 
-BLAS_FUNCTIONS = ("dgemm", "dtrsm")
+#: what the calibration benchmark measures (csrc/calib/calib_blas.c; the table of kernels says which)
+BLAS_FUNCTIONS = calibrated()
 BLAS_GENERATORS = ("uniform-product", "independent", "fixed-k")
 MPI_TRANSFER_OPERATIONS = ("send", "recv", "isend", "pingpong")
 MPI_SMALL_OPERATIONS = ("iprobe", "test", "wtime")

@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 from hplsim.calibrate import metadata as md
 from hplsim.calibrate.archive import BLAS_COLUMNS, MPI_COLUMNS, ArchiveWriter
-from hplsim.calibrate.designs import Design, blas_operand_bytes, sequence
+from hplsim.calibrate.designs import BLAS_FUNCTIONS, Design, blas_operand_bytes, sequence
 from hplsim.calibrate.hosts import Placement, blas_placement, is_local, mpi_placement, mpirun_base
 from hplsim.calibrate.monitor import Monitor
 from hplsim.calibrate.tools import BLAS_TOOL, MPI_TOOL, build_calibration_tools
@@ -514,7 +514,7 @@ def calibrate_blas(design: Design, out: Path, seed: int, options: BlasOptions | 
 
     run = _Run(kind, design, plan, placement, seed, out, opts.repetitions, opts.shuffle,
                opts.monitor_interval, opts.progress, run_meta)
-    return _execute(run, False, launch_fn, BLAS_COLUMNS, {"dgemm", "dtrsm"}, f"results/{kind}.csv")
+    return _execute(run, False, launch_fn, BLAS_COLUMNS, set(BLAS_FUNCTIONS), f"results/{kind}.csv")
 
 
 # ---------------------------------------------------------------- MPI

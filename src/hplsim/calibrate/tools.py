@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hplsim.cbuild import compiler_version, publish
 from hplsim.errors import HplsimError
+from hplsim.hpl.kernels import C_HEADER
 from hplsim.paths import cache_dir, csrc_dir
 
 BLAS_TOOL = "hplsim-calib-blas"
@@ -43,7 +44,8 @@ def sources_dir() -> Path:
 
 def build_key() -> str:
     h = hashlib.sha256()
-    for path in sorted(sources_dir().glob("*.[ch]")):
+    # calib_blas.c includes the table of kernels' header from the runtime's folder
+    for path in [*sorted(sources_dir().glob("*.[ch]")), csrc_dir() / C_HEADER]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     for tool in TOOLS:
@@ -54,7 +56,8 @@ def build_key() -> str:
 def _compile(tool: Tool, out: Path) -> None:
     if shutil.which(tool.cc) is None:
         raise HplsimError(f"{tool.cc} not found: install {tool.package} (./bootstrap does)")
-    argv = [tool.cc, *tool.flags, "-I", str(sources_dir()), "-o", str(out),
+    header_dir = (csrc_dir() / C_HEADER).parent  # calib_blas.c includes the table of kernels' header
+    argv = [tool.cc, *tool.flags, "-I", str(sources_dir()), "-I", str(header_dir), "-o", str(out),
             str(sources_dir() / tool.source), *tool.libs]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:

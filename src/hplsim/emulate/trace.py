@@ -17,12 +17,15 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
+
+if TYPE_CHECKING:  # pandas is imported where a trace is read or written: `predict` imports
+    import pandas as pd  # this module for its request and environment, and pandas takes 0.5 s
 
 FORMAT = "hplsim-trace"
 FORMAT_VERSION = 1
@@ -95,6 +98,8 @@ def write_run_trace(request: TraceRequest, work: Path, run: dict) -> Path:
 
 
 def _read_codes(raw: Path) -> dict[str, dict[int, str]]:
+    import pandas as pd
+
     try:
         table = pd.read_csv(raw / CODES, sep="\t")
     except (OSError, ValueError) as exc:
@@ -103,6 +108,8 @@ def _read_codes(raw: Path) -> dict[str, dict[int, str]]:
 
 
 def _raw_events(raw: Path, ranks: int) -> tuple[pd.DataFrame, np.ndarray]:
+    import pandas as pd
+
     codes = _read_codes(raw)
     frames, regions = [], np.full((ranks, 2), np.nan)
     for rank in range(ranks):
@@ -150,6 +157,8 @@ def _waits(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     was posted (late receiver), and failed probes (polling). Messages are matched as MPI
     orders them: the i-th send from s to d with tag t is the i-th such receive.
     Also returns when the peer's side of each message began (NaN: no message)."""
+    import pandas as pd
+
     wait = np.zeros(len(ev))
     peer_start = np.full(len(ev), np.nan)
     dur = (ev["end_s"] - ev["start_s"]).to_numpy()
@@ -279,6 +288,8 @@ def rank_breakdown(trace: Trace) -> pd.DataFrame:
     """Per rank: compute (modelled kernels), transfer and wait (MPI), in seconds, adding up
     to HPL's time. Wait includes the end of the run after the rank's own timed region
     (HPL's time is the slowest rank's). Over the traced panels only with --trace-panels."""
+    import pandas as pd
+
     ev = trace.events
     dur = ev["end_s"] - ev["start_s"]
     ranks = np.arange(trace.meta["ranks"])

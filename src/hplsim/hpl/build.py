@@ -20,6 +20,7 @@ import click
 from hplsim.cbuild import compiler_version, publish
 from hplsim.errors import HplsimError
 from hplsim.hpl import source
+from hplsim.hpl.kernels import replaced_hpl_files
 from hplsim.paths import cache_dir, csrc_dir
 
 PATCH = "hpl-patch/hpl-2.0-hplsim.patch"
@@ -35,13 +36,8 @@ SAMPLER_SOURCES = ("sampler.c", "model.c", "rng.c")
 PRELOAD_SOURCE = "sim-preload/thread_clock.c"
 PRELOAD_LIBRARY = "libhplsim-preload.so"
 
-# HPL's own kernels that the runtime replaces in the emulated binary.
-MODELLED_HPL_FILES = {
-    "src/auxil/HPL_dlacpy.c",
-    "src/auxil/HPL_dlatcpy.c",
-    *(f"src/pauxil/HPL_dlaswp{v}.c" for v in
-      ("00N", "10N", "01N", "01T", "02N", "03N", "03T", "04N", "04T", "05N", "05T", "06N", "06T")),
-}
+# HPL's own kernels that the runtime replaces in the emulated binary (the table of kernels').
+MODELLED_HPL_FILES = replaced_hpl_files()
 
 # Both builds use HPL_NO_MPI_DATATYPE (hence HPL_COPY_L): with derived datatypes SMPI would
 # pack the L panel with real memcpy at every broadcast hop, and the real build follows the

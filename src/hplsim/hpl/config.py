@@ -1,9 +1,7 @@
 """HPL's parameters: one run (`HplConfig`) and HPL.dat's lists of values (`HplParams`).
 
-Codes are HPL's own: PFACT/RFACT 0 left, 1 Crout, 2 right; BCAST 0 1ring, 1 1ringM,
-2 2ring, 3 2ringM, 4 long, 5 longM; SWAP 0 binary-exchange, 1 spread-roll (long),
-2 mix; PMAP 0 row-major, 1 column-major. Defaults are those of the HPL.dat shipped with
-hpcc's HPL (``_hpccinf.txt``), except NB which hpcc sizes from memory.
+What each parameter is — its codes, range, default, HPL.dat line — is declared once, in
+`hplsim.hpl.parameters`; this module derives the checks and defaults from it.
 """
 
 from __future__ import annotations
@@ -11,14 +9,24 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from hplsim.errors import HplsimError
+from hplsim.hpl.parameters import LOOP_ORDER, MAX_PARAM, PARAMETER, PARAMETERS, SINGLE, defaults
 
-FACT_NAMES = {0: "left", 1: "crout", 2: "right"}
-BCAST_NAMES = {0: "1ring", 1: "1ringM", 2: "2ring", 3: "2ringM", 4: "long", 5: "longM"}
-SWAP_NAMES = {0: "binary-exchange", 1: "spread-roll", 2: "mix"}
-PMAP_NAMES = {0: "row-major", 1: "column-major"}
-MAX_PARAM = 20  # HPL_MAX_PARAM: HPL.dat accepts at most 20 values per list
+FACT_NAMES = dict(PARAMETER["pfact"].codes)
+BCAST_NAMES = dict(PARAMETER["bcast"].codes)
+SWAP_NAMES = dict(PARAMETER["swap"].codes)
+PMAP_NAMES = dict(PARAMETER["pmap"].codes)
+_D = defaults()
+_LISTS = tuple(p for p in LOOP_ORDER if p.list_field != "grids")  # HPL.dat's lists but the grid, in loop order
+
+# `HplConfig`'s fields stay written out, typed: every stage reads `config.nb`,
+# `config.bcast` …, and a type checker or a reader should see them. Their defaults come
+# from the table, and tests/test_parameters.py fails when a field's name, order or type
+# differs from the table's, so the copy cannot drift. `HplParams` is the table seen as
+# HPL.dat: each of its fields follows from a row (a list's name, a tuple of its type, the
+# default), so they are generated (`_hpl_dat_fields`).
 
 
 @dataclass(frozen=True)
@@ -39,22 +47,22 @@ class HplConfig:
     """
 
     n: int
-    nb: int = 128
-    p: int = 1
-    q: int = 1
-    pmap: int = 0
-    pfact: int = 2
-    nbmin: int = 4
-    ndiv: int = 2
-    rfact: int = 1
-    bcast: int = 1
-    depth: int = 1
-    swap: int = 2
-    swap_threshold: int = 64
-    l1_transposed: bool = True
-    u_transposed: bool = True
-    equil: bool = True
-    align: int = 8
+    nb: int = _D["nb"]
+    p: int = _D["p"]
+    q: int = _D["q"]
+    pmap: int = _D["pmap"]
+    pfact: int = _D["pfact"]
+    nbmin: int = _D["nbmin"]
+    ndiv: int = _D["ndiv"]
+    rfact: int = _D["rfact"]
+    bcast: int = _D["bcast"]
+    depth: int = _D["depth"]
+    swap: int = _D["swap"]
+    swap_threshold: int = _D["swap_threshold"]
+    l1_transposed: bool = _D["l1_transposed"]
+    u_transposed: bool = _D["u_transposed"]
+    equil: bool = _D["equil"]
+    align: int = _D["align"]
 
     def __post_init__(self) -> None:
         validate_config(self)
@@ -75,63 +83,63 @@ class HplConfig:
         )
 
 
-def _check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise HplsimError(f"{name} must be an integer, got {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-        raise HplsimError(f"{name} must be {bound}, got {value}")
-
-
 def validate_config(c: HplConfig) -> None:
-    _check_int("N", c.n, 1)
-    _check_int("NB", c.nb, 1)
+    for parameter in PARAMETERS:
+        parameter.check(getattr(c, parameter.name))
     if c.nb > c.n:
         raise HplsimError(f"NB ({c.nb}) must not exceed N ({c.n})")
-    _check_int("P", c.p, 1)
-    _check_int("Q", c.q, 1)
-    _check_int("PMAP", c.pmap, 0, 1)
-    _check_int("PFACT", c.pfact, 0, 2)
-    _check_int("RFACT", c.rfact, 0, 2)
-    _check_int("NBMIN", c.nbmin, 1)
-    _check_int("NDIV", c.ndiv, 2)
-    _check_int("BCAST", c.bcast, 0, 5)
-    _check_int("DEPTH", c.depth, 0)
-    _check_int("SWAP", c.swap, 0, 2)
-    _check_int("swapping threshold", c.swap_threshold, 0)
-    _check_int("ALIGN", c.align, 1)
+
+
+def _hpl_dat_fields(cls: type) -> type:
+    """Give `cls` a field per entry of HPL.dat, in its order, before `dataclass` reads them:
+    a list is a tuple of values (the grid: (P, Q) pairs), a single value is of its type;
+    each defaults to the table's default (N has none: it comes first, required)."""
+    annotations: dict[str, str] = {}
+    for p in sorted(PARAMETERS, key=lambda p: p.line):
+        default: object = p.default
+        if p.list_field == "grids":
+            annotations["grids"], default = "tuple[tuple[int, int], ...]", ((_D["p"], _D["q"]),)
+        elif p.listed:
+            annotations[p.list_field], default = f"tuple[{p.type.__name__}, ...]", (p.default,)
+        else:
+            annotations[p.list_field] = p.type.__name__
+        if p.default is not None:
+            setattr(cls, p.list_field, default)
+    cls.__annotations__ = {**annotations, **cls.__annotations__}
+    return cls
 
 
 @dataclass(frozen=True)
+@_hpl_dat_fields
 class HplParams:
-    """The lists of an HPL.dat; `configs()` expands them in HPL's own loop order."""
+    """The lists of an HPL.dat; `configs()` expands them in HPL's own loop order.
 
-    ns: tuple[int, ...]
-    nbs: tuple[int, ...] = (128,)
-    grids: tuple[tuple[int, int], ...] = ((1, 1),)
-    pmap: int = 0
+    One field per HPL.dat entry (`ns`, `nbs`, `pmap`, `grids`, `pfacts` …: the table's
+    `list_field`), then the residual check's `threshold` and the `output`.
+    """
+
     threshold: float = 16.0
-    pfacts: tuple[int, ...] = (2,)
-    nbmins: tuple[int, ...] = (4,)
-    ndivs: tuple[int, ...] = (2,)
-    rfacts: tuple[int, ...] = (1,)
-    bcasts: tuple[int, ...] = (1,)
-    depths: tuple[int, ...] = (1,)
-    swap: int = 2
-    swap_threshold: int = 64
-    l1_transposed: bool = True
-    u_transposed: bool = True
-    equil: bool = True
-    align: int = 8
     output: str = field(default="stdout")
 
     def __post_init__(self) -> None:
-        for name in ("ns", "nbs", "grids", "pfacts", "nbmins", "ndivs", "rfacts", "bcasts", "depths"):
+        for name in dict.fromkeys(p.list_field for p in LOOP_ORDER):
             values = getattr(self, name)
             if not values:
                 raise HplsimError(f"HPL parameter list {name} is empty")
             if len(values) > MAX_PARAM:
                 raise HplsimError(f"HPL accepts at most {MAX_PARAM} values of {name}, got {len(values)}")
+
+    def values(self, name: str) -> tuple:
+        """The values of parameter `name` (one for a single-valued one): P and Q from the grids.
+
+        >>> HplParams(ns=(1000,), grids=((1, 2), (2, 2))).values("q"), HplParams(ns=(1000,)).values("swap")
+        ((2, 2), (2,))
+        """
+        parameter = PARAMETER[name]
+        if parameter.list_field == "grids":
+            return tuple(grid[("p", "q").index(name)] for grid in self.grids)
+        value = getattr(self, parameter.list_field)
+        return value if parameter.listed else (value,)
 
     def configs(self) -> list[HplConfig]:
         """One config per combination, in the order HPL's driver runs them.
@@ -140,29 +148,28 @@ class HplParams:
         >>> [(c.p, c.q, c.n) for c in params.configs()]
         [(1, 2, 1000), (1, 2, 2000), (2, 1, 1000), (2, 1, 2000)]
         """
-        out = []
-        for (p, q), n, nb, depth, bcast, rfact, pfact, nbmin, ndiv in itertools.product(
-            self.grids, self.ns, self.nbs, self.depths, self.bcasts, self.rfacts, self.pfacts, self.nbmins, self.ndivs
-        ):
-            out.append(
-                HplConfig(
-                    n=n, nb=nb, p=p, q=q, pmap=self.pmap, pfact=pfact, nbmin=nbmin, ndiv=ndiv,
-                    rfact=rfact, bcast=bcast, depth=depth, swap=self.swap,
-                    swap_threshold=self.swap_threshold, l1_transposed=self.l1_transposed,
-                    u_transposed=self.u_transposed, equil=self.equil, align=self.align,
-                )
-            )
-        return out
+        single = {x.name: getattr(self, x.name) for x in SINGLE}
+        return [
+            HplConfig(p=p, q=q, **dict(zip((x.name for x in _LISTS), values)), **single)
+            for (p, q), *values in itertools.product(self.grids, *(getattr(self, x.list_field) for x in _LISTS))
+        ]
 
     @classmethod
     def from_config(cls, c: HplConfig, threshold: float = 16.0, output: str = "stdout") -> "HplParams":
-        return cls(
-            ns=(c.n,), nbs=(c.nb,), grids=((c.p, c.q),), pmap=c.pmap, threshold=threshold,
-            pfacts=(c.pfact,), nbmins=(c.nbmin,), ndivs=(c.ndiv,), rfacts=(c.rfact,),
-            bcasts=(c.bcast,), depths=(c.depth,), swap=c.swap, swap_threshold=c.swap_threshold,
-            l1_transposed=c.l1_transposed, u_transposed=c.u_transposed, equil=c.equil,
-            align=c.align, output=output,
-        )
+        return cls.from_configs([c], threshold, output)
+
+    @classmethod
+    def from_configs(cls, configs: Sequence[HplConfig], threshold: float = 16.0,
+                     output: str = "stdout") -> "HplParams":
+        """One HPL.dat listing the configurations' values, each list at most HPL's 20 (a
+        superset when the configurations are not a full product); the single values are
+        the first configuration's."""
+        def uniq(values):
+            return tuple(dict.fromkeys(values))[:MAX_PARAM]
+
+        lists = {x.list_field: uniq(getattr(c, x.name) for c in configs) for x in _LISTS}
+        return cls(**lists, grids=uniq((c.p, c.q) for c in configs), threshold=threshold, output=output,
+                   **{x.name: getattr(configs[0], x.name) for x in SINGLE})
 
     def replace(self, **changes) -> "HplParams":
         return dataclasses.replace(self, **changes)

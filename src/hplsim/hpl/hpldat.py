@@ -10,8 +10,30 @@ from pathlib import Path
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplParams
+from hplsim.hpl.parameters import MAX_PARAM, PARAMETERS, Parameter
 
 _HEADER = ("HPLinpack benchmark input file", "Innovative Computing Laboratory, University of Tennessee")
+_THRESHOLD_LINE = 13  # the residual check's threshold: HPL.dat's one line that is not a parameter of a run
+
+
+def _layout() -> dict[int, tuple[str, Parameter | None]]:
+    """HPL.dat's lines from 5 on (after the titles, output name and device), by number:
+    a list's count, a parameter's value(s), or the threshold."""
+    layout: dict[int, tuple[str, Parameter | None]] = {_THRESHOLD_LINE: ("threshold", None)}
+    for p in PARAMETERS:
+        if p.count is not None:
+            layout[p.line - 1] = ("count", p)
+        layout[p.line] = ("values", p)
+    return dict(sorted(layout.items()))
+
+
+_LAYOUT = _layout()
+
+
+def _code(p: Parameter, value: int | bool) -> int:
+    if p.type is bool:
+        return p.true_code if value else 1 - p.true_code
+    return int(value)
 
 
 def format_hpl_dat(params: HplParams) -> str:
@@ -33,40 +55,21 @@ def format_hpl_dat(params: HplParams) -> str:
         text = " ".join(str(v) for v in values)
         return f"{text:<12} {comment}"  # a space always: a long value must not run into the comment
 
-    ps = [p for p, _ in params.grids]
-    qs = [q for _, q in params.grids]
     lines = [
         *_HEADER,
         row([out_name], "output file name (if any)"),
         row([device], "device out (6=stdout,7=stderr,file)"),
-        row([len(params.ns)], "# of problems sizes (N)"),
-        row(params.ns, "Ns"),
-        row([len(params.nbs)], "# of NBs"),
-        row(params.nbs, "NBs"),
-        row([params.pmap], "PMAP process mapping (0=Row-,1=Column-major)"),
-        row([len(params.grids)], "# of process grids (P x Q)"),
-        row(ps, "Ps"),
-        row(qs, "Qs"),
-        row([repr(float(params.threshold))], "threshold"),
-        row([len(params.pfacts)], "# of panel fact"),
-        row(params.pfacts, "PFACTs (0=left, 1=Crout, 2=Right)"),
-        row([len(params.nbmins)], "# of recursive stopping criterium"),
-        row(params.nbmins, "NBMINs (>= 1)"),
-        row([len(params.ndivs)], "# of panels in recursion"),
-        row(params.ndivs, "NDIVs"),
-        row([len(params.rfacts)], "# of recursive panel fact."),
-        row(params.rfacts, "RFACTs (0=left, 1=Crout, 2=Right)"),
-        row([len(params.bcasts)], "# of broadcast"),
-        row(params.bcasts, "BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)"),
-        row([len(params.depths)], "# of lookahead depth"),
-        row(params.depths, "DEPTHs (>=0)"),
-        row([params.swap], "SWAP (0=bin-exch,1=long,2=mix)"),
-        row([params.swap_threshold], "swapping threshold"),
-        row([0 if params.l1_transposed else 1], "L1 in (0=transposed,1=no-transposed) form"),
-        row([0 if params.u_transposed else 1], "U  in (0=transposed,1=no-transposed) form"),
-        row([1 if params.equil else 0], "Equilibration (0=no,1=yes)"),
-        row([params.align], "memory alignment in double (> 0)"),
     ]
+    for kind, p in _LAYOUT.values():
+        if p is None:
+            lines.append(row([repr(float(params.threshold))], "threshold"))
+            continue
+        values = params.values(p.name)
+        if kind == "count":
+            assert p.count is not None
+            lines.append(row([len(values)], p.count[0]))
+        else:
+            lines.append(row([_code(p, v) for v in values], p.comment))
     return "\n".join(lines) + "\n"
 
 
@@ -94,7 +97,8 @@ class _Lines:
         self.pos += 1
         return line.split()
 
-    def ints(self, what: str, count: int, minimum: int | None = None, allowed: set[int] | None = None) -> list[int]:
+    def ints(self, what: str, count: int, minimum: int | None = None, allowed: set[int] | None = None,
+             maximum: int | None = None) -> list[int]:
         words = self.next(what)
         if len(words) < count:
             raise self.fail(f"expected {count} value(s) of {what}, found {len(words)}")
@@ -106,15 +110,26 @@ class _Lines:
                 raise self.fail(f"{what} value {word!r} is not an integer") from None
             if minimum is not None and value < minimum:
                 raise self.fail(f"{what} value {value} is below {minimum}")
+            if maximum is not None and value > maximum:
+                raise self.fail(f"{what} value {value} is above {maximum}")
             if allowed is not None and value not in allowed:
                 raise self.fail(f"unknown {what} code {value} (allowed: {sorted(allowed)})")
             values.append(value)
         return values
 
+    def values(self, p: Parameter, count: int) -> list[int | bool]:
+        """`count` values of `p` on the next line, checked against its range."""
+        if p.type is bool:
+            codes = self.ints(p.label, count, allowed={0, 1})
+            return [code == p.true_code for code in codes]
+        if p.codes:
+            return list(self.ints(p.label, count, allowed=set(p.codes)))
+        return list(self.ints(p.label, count, minimum=p.minimum, maximum=p.maximum))
+
     def count(self, what: str) -> int:
         (value,) = self.ints(f"number of {what}", 1, minimum=1)
-        if value > 20:
-            raise self.fail(f"number of {what} is {value}; HPL accepts at most 20")
+        if value > MAX_PARAM:
+            raise self.fail(f"number of {what} is {value}; HPL accepts at most {MAX_PARAM}")
         return value
 
 
@@ -141,35 +156,24 @@ def parse_hpl_dat(text: str, source: str = "<text>") -> HplParams:
         if not out_name:
             raise r.fail("output file name is empty")
         output = out_name[0]
-    ns = r.ints("N", r.count("problem sizes"), minimum=1)
-    nbs = r.ints("NB", r.count("NBs"), minimum=1)
-    (pmap,) = r.ints("PMAP", 1, allowed={0, 1})
-    ngrids = r.count("process grids")
-    ps = r.ints("P", ngrids, minimum=1)
-    qs = r.ints("Q", ngrids, minimum=1)
-    words = r.next("threshold")
-    try:
-        threshold = float(words[0])
-    except (IndexError, ValueError):
-        raise r.fail("threshold is not a number") from None
-    pfacts = r.ints("PFACT", r.count("panel facts"), allowed={0, 1, 2})
-    nbmins = r.ints("NBMIN", r.count("recursive stopping criteria"), minimum=1)
-    ndivs = r.ints("NDIV", r.count("panels in recursion"), minimum=2)
-    rfacts = r.ints("RFACT", r.count("recursive panel facts"), allowed={0, 1, 2})
-    bcasts = r.ints("BCAST", r.count("broadcasts"), allowed={0, 1, 2, 3, 4, 5})
-    depths = r.ints("DEPTH", r.count("lookahead depths"), minimum=0)
-    (swap,) = r.ints("SWAP", 1, allowed={0, 1, 2})
-    (swap_threshold,) = r.ints("swapping threshold", 1, minimum=0)
-    (l1,) = r.ints("L1 form", 1, allowed={0, 1})
-    (u,) = r.ints("U form", 1, allowed={0, 1})
-    (equil,) = r.ints("equilibration", 1, allowed={0, 1})
-    (align,) = r.ints("memory alignment", 1, minimum=1)
-    return HplParams(
-        ns=tuple(ns), nbs=tuple(nbs), grids=tuple(zip(ps, qs)), pmap=pmap, threshold=threshold,
-        pfacts=tuple(pfacts), nbmins=tuple(nbmins), ndivs=tuple(ndivs), rfacts=tuple(rfacts),
-        bcasts=tuple(bcasts), depths=tuple(depths), swap=swap, swap_threshold=swap_threshold,
-        l1_transposed=(l1 == 0), u_transposed=(u == 0), equil=bool(equil), align=align, output=output,
-    )
+    found: dict[str, list] = {}
+    count = 0
+    threshold = 0.0
+    for kind, p in _LAYOUT.values():
+        if p is None:
+            words = r.next("threshold")
+            try:
+                threshold = float(words[0])
+            except (IndexError, ValueError):
+                raise r.fail("threshold is not a number") from None
+        elif kind == "count":
+            assert p.count is not None
+            count = r.count(p.count[1])
+        else:
+            found[p.name] = r.values(p, count if p.listed else 1)
+    fields = {p.list_field: (tuple(found[p.name]) if p.listed else found[p.name][0])
+              for p in PARAMETERS if p.list_field != "grids"}
+    return HplParams(grids=tuple(zip(found["p"], found["q"])), threshold=threshold, output=output, **fields)
 
 
 def read_hpl_dat(path: Path) -> HplParams:

@@ -19,6 +19,7 @@ import click
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplParams
+from hplsim.hpl.parameters import PARAMETERS, Parameter
 
 
 class IntList(click.ParamType):
@@ -40,24 +41,24 @@ class IntList(click.ParamType):
 
 INTS = IntList()
 
+#: the parameters that are command-line options, in the order of `--help`
+OPTION_PARAMETERS: tuple[Parameter, ...] = tuple(p for p in PARAMETERS if p.option)
 #: the option keys `hpl_options` adds (click's parameter names)
-HPL_OPTION_KEYS = ("n", "nb", "p", "q", "pfact", "rfact", "nbmin", "ndiv", "bcast", "depth", "swap",
-                   "swap_threshold", "pmap", "hpl_dat")
+HPL_OPTION_KEYS = (*(p.name for p in OPTION_PARAMETERS), "hpl_dat")
+
+
+def _option(p: Parameter) -> Callable:
+    """A list takes one value or a comma-separated list, a single value one value, a flag
+    ``--x``/``--no-x``; not given, each is None (the base's value stays)."""
+    assert p.option is not None
+    text = f"{p.help}: {p.codes_text()}." if p.codes else f"{p.help}."
+    if p.type is bool:
+        return click.option("/".join(p.spellings()), p.name, default=None, help=text)
+    return click.option(p.option, p.name, type=INTS if p.listed else int, help=text)
+
 
 _OPTIONS = [
-    click.option("-N", "n", type=INTS, help="Problem size(s) N, e.g. 20000 or 10000,20000."),
-    click.option("--nb", type=INTS, help="Block size(s) NB."),
-    click.option("-P", "p", type=INTS, help="Process rows (paired with -Q like HPL.dat's Ps/Qs)."),
-    click.option("-Q", "q", type=INTS, help="Process columns."),
-    click.option("--pfact", type=INTS, help="Panel factorization(s): 0 left, 1 Crout, 2 right."),
-    click.option("--rfact", type=INTS, help="Recursive factorization(s): 0 left, 1 Crout, 2 right."),
-    click.option("--nbmin", type=INTS, help="Recursion stopping size(s) NBMIN."),
-    click.option("--ndiv", type=INTS, help="Panels in recursion NDIV."),
-    click.option("--bcast", type=INTS, help="Broadcast(s): 0 1ring, 1 1ringM, 2 2ring, 3 2ringM, 4 long, 5 longM."),
-    click.option("--depth", type=INTS, help="Look-ahead depth(s)."),
-    click.option("--swap", type=int, help="Swap: 0 binary-exchange, 1 spread-roll, 2 mix."),
-    click.option("--swap-threshold", type=int, help="Column threshold of the mixed swap."),
-    click.option("--pmap", type=int, help="Process mapping: 0 row-major, 1 column-major."),
+    *(_option(p) for p in OPTION_PARAMETERS),
     click.option("--hpl-dat", type=click.Path(path_type=Path),
                  help="Read the HPL parameters (all lists) from an HPL.dat."),
 ]
@@ -81,20 +82,14 @@ def params_from_options(base: HplParams | None, opts: dict) -> HplParams:
         if opts["n"] is None:
             raise HplsimError("give the problem size with -N (or an HPL.dat with --hpl-dat, or --preset)")
         base = HplParams(ns=opts["n"])
-    changes = {}
-    for key, field in (("n", "ns"), ("nb", "nbs"), ("pfact", "pfacts"), ("rfact", "rfacts"), ("nbmin", "nbmins"),
-                       ("ndiv", "ndivs"), ("bcast", "bcasts"), ("depth", "depths")):
-        if opts[key] is not None:
-            changes[field] = opts[key]
+    changes: dict = {}
+    for p in OPTION_PARAMETERS:
+        if opts[p.name] is not None and p.list_field != "grids":
+            changes[p.list_field] = opts[p.name]
     if opts["p"] is not None or opts["q"] is not None:
-        ps = opts["p"] or tuple(p for p, _ in base.grids)
-        qs = opts["q"] or tuple(q for _, q in base.grids)
+        ps = opts["p"] or base.values("p")
+        qs = opts["q"] or base.values("q")
         if len(ps) != len(qs):
             raise HplsimError(f"-P and -Q must list as many values ({len(ps)} vs {len(qs)})")
         changes["grids"] = tuple(zip(ps, qs))
-    for key in ("swap", "pmap"):
-        if opts[key] is not None:
-            changes[key] = opts[key]
-    if opts["swap_threshold"] is not None:
-        changes["swap_threshold"] = opts["swap_threshold"]
     return base.replace(**changes)

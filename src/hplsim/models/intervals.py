@@ -27,12 +27,20 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from scipy import stats
+from functools import cache
 
 from hplsim.models.modelfile import ModelFile
 
 LEVEL = 0.90
-_Z = float(stats.norm.ppf(0.5 + LEVEL / 2))
+
+
+@cache
+def _z() -> float:
+    # scipy.stats is imported here, not at the top: it takes a second to import, and every
+    # `hplsim predict` and sweep worker imports this module
+    from scipy import stats
+
+    return float(stats.norm.ppf(0.5 + LEVEL / 2))
 
 
 @dataclass(frozen=True)
@@ -103,11 +111,13 @@ def combine(central: float, half_widths: Sequence[float], seeds: int, seed_sd: f
 
 
 def z_half(rsd: float, value: float) -> float:
-    return _Z * rsd * value
+    return _z() * rsd * value
 
 
 def t_half(sd: float, k: int) -> float:
     """A 90 % prediction half-width for one more draw from k samples of sd `sd`."""
     if k < 2:
         return 0.0
+    from scipy import stats  # see _z
+
     return float(stats.t.ppf(0.5 + LEVEL / 2, k - 1)) * sd * math.sqrt(1 + 1 / k)

@@ -19,39 +19,18 @@ import yaml
 from hplsim import formats
 from hplsim.errors import HplsimError
 from hplsim.formats import Field, Record
+from hplsim.hpl.kernels import condition_variables, kernel_variables
 
 FORMAT_NAME = "hplsim-model"
 FORMAT_VERSION = 1
 
-_DLASWP_MN = [f"HPL_dlaswp{c}" for c in ("00N", "10N", "01N", "01T", "02N", "03N", "03T", "05N", "05T", "06N", "06T")]
+#: Size variables of each modelled kernel, in the order the C runtime passes them (from the
+#: table of kernels, `hplsim.hpl.kernels`, where dtrsm's k is explained).
+KERNEL_VARIABLES: dict[str, tuple[str, ...]] = kernel_variables()
 
-#: Size variables of each modelled kernel, in the order the C runtime passes them.
-#: dtrsm's k is the order of its triangular matrix (M if side is left, else N), so that
-#: its flop term M²N / MN² is written ``mnk`` like dgemm's.
-KERNEL_VARIABLES: dict[str, tuple[str, ...]] = {
-    "dgemm": ("m", "n", "k"),
-    "dtrsm": ("m", "n", "k"),
-    "dgemv": ("m", "n"),
-    "dger": ("m", "n"),
-    "dtrsv": ("n",),
-    "daxpy": ("n",),
-    "dscal": ("n",),
-    "dswap": ("n",),
-    "idamax": ("n",),
-    "HPL_dlacpy": ("m", "n"),
-    "HPL_dlatcpy": ("m", "n"),
-    **{name: ("m", "n") for name in _DLASWP_MN},
-    "HPL_dlaswp04N": ("m0", "m1", "n"),
-    "HPL_dlaswp04T": ("m0", "m1", "n"),
-}
-
-#: What a piece's conditions may name besides the sizes: the row swaps' leading dimension
-#: (of the matrix whose rows they walk), passed in the runtime's free third slot. Their cost
-#: depends on it, not only on the sizes: 1.6x at a multiple of 4 kB (lab notebook E25).
-CONDITION_VARIABLES: dict[str, tuple[str, ...]] = {
-    **KERNEL_VARIABLES,
-    **{name: ("m", "n", "ld") for name in _DLASWP_MN},
-}
+#: What a piece's conditions may name: the sizes, then what the table adds (the row swaps'
+#: leading dimension, in the runtime's free third slot).
+CONDITION_VARIABLES: dict[str, tuple[str, ...]] = condition_variables()
 
 #: seconds: a coefficient larger than this makes the smallest call last longer than any HPL run
 MAX_COEFFICIENT = 1e6

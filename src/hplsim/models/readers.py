@@ -29,15 +29,19 @@ from hplsim import tables
 from hplsim.calibrate.archive import read_archive
 from hplsim.calibrate.hostnames import DAHU_HOST_FORMAT, check_host_format, host_name
 from hplsim.errors import HplsimError
-from hplsim.models.modelfile import KERNEL_VARIABLES
+from hplsim.hpl.kernels import routine_names, sided, size_columns
 
 KERNEL_COLUMNS = ["kernel", "m", "n", "k", "duration", "host", "cpu"]
+#: the sizes and conditions a kernel call may carry (the table of kernels')
+_SIZE_COLUMNS = size_columns()
 NETWORK_COLUMNS = ["operation", "size", "duration", "cluster", "host"]
 
 # column spellings we accept -> canonical name
-_KERNEL_ALIASES = {"function": "kernel", "kernel": "kernel", "m": "m", "n": "n", "k": "k", "duration": "duration",
-                   "host": "host", "hostname": "host", "cpu": "cpu", "node": "node", "side": "side",
-                   "m0": "m0", "m1": "m1", "ld": "ld"}
+_KERNEL_ALIASES = {"function": "kernel", "kernel": "kernel", **{c: c for c in _SIZE_COLUMNS}, "duration": "duration",
+                   "host": "host", "hostname": "host", "cpu": "cpu", "node": "node", "side": "side"}
+# a kernel's name in any case, or its C routine's -> its name in the model file
+_KERNEL_NAMES = {spelling.lower(): name for routine, name in routine_names().items()
+                 for spelling in (routine, name)}
 _NETWORK_ALIASES = {"operation": "operation", "experiment": "operation", "op": "operation", "size": "size",
                     "msg_size": "size", "duration": "duration", "cluster": "cluster", "host": "host"}
 _EXPECTED = ("kernel calls need m, n, duration (and k, function, host, cpu or node as the kernel and data "
@@ -74,14 +78,14 @@ def _kernel_table(df: pd.DataFrame, source: str, host_format: str) -> pd.DataFra
     df = _canonical(df, _KERNEL_ALIASES)
     out = pd.DataFrame(index=df.index)
     out["kernel"] = df["kernel"].map(_kernel_name) if "kernel" in df else None
-    for c in ("m", "n", "k", "m0", "m1", "ld"):
+    for c in _SIZE_COLUMNS:
         if c in df:
             out[c] = pd.to_numeric(df[c], errors="coerce")
     if "side" in df and "m" in df and "n" in df:
         # dtrsm's k is the order of its triangular matrix: m if side is left, n if right
         left = df["side"].astype(str).str.strip().str.lower().str[0].isin(["l", "1"])
         k_side = np.where(left, out["m"], out["n"])
-        is_trsm = out["kernel"].astype(str) == "dtrsm"
+        is_trsm = out["kernel"].astype(str).isin(sided())
         if "k" in out:
             missing = out["k"].isna() | (out["k"] <= 0)
             out["k"] = np.where(is_trsm & missing, k_side, out["k"])
@@ -112,8 +116,7 @@ def _kernel_name(value: Any) -> str | None:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return None
     name = str(value).strip()
-    low = name.lower().removeprefix("cblas_")
-    return {k.lower(): k for k in KERNEL_VARIABLES}.get(low, name)
+    return _KERNEL_NAMES.get(name.lower(), name)
 
 
 def _network_table(df: pd.DataFrame, source: str) -> pd.DataFrame:

@@ -30,6 +30,7 @@ import pandas as pd
 
 from hplsim import __version__
 from hplsim.errors import HplsimError
+from hplsim.hpl.kernels import calibrated, traced
 from hplsim.models.kernel_fit import design, mean_terms
 from hplsim.models.linear import nnls
 from hplsim.models.modelfile import (
@@ -38,17 +39,14 @@ from hplsim.models.modelfile import (
 from hplsim.models.readers import read_measurements
 from hplsim.sysinfo import l1_set_span_bytes
 
-#: kernels fitted from the traced HPL runs in `fit_models` (everything the emulation models but
-#: dgemm/dtrsm), in the order the model file lists them
-TRACED_KERNELS = ("dgemv", "dger", "dtrsv", "daxpy", "dscal", "dswap", "idamax", "HPL_dlacpy", "HPL_dlatcpy",
-                  "HPL_dlaswp00N", "HPL_dlaswp10N", "HPL_dlaswp01N", "HPL_dlaswp01T", "HPL_dlaswp02N",
-                  "HPL_dlaswp03N", "HPL_dlaswp03T", "HPL_dlaswp04N", "HPL_dlaswp04T", "HPL_dlaswp05N",
-                  "HPL_dlaswp05T", "HPL_dlaswp06N", "HPL_dlaswp06T")
+#: kernels fitted from the traced HPL runs in `fit_models` (every traced kernel but those the
+#: calibration benchmark measures: dgemm/dtrsm), in the order the model file lists them
+TRACED_KERNELS = tuple(k for k in traced() if k not in calibrated())
 
 
 def _calls_from_trace(archives: Sequence[Path]) -> pd.DataFrame:
     calls = read_measurements(list(archives)).kernels
-    return calls[calls["kernel"].isin(TRACED_KERNELS + ("dgemm", "dtrsm"))]
+    return calls[calls["kernel"].isin(traced())]
 
 
 @dataclass

@@ -591,7 +591,7 @@ def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun],
         w.add_table("results/kernels.csv", kernels)
     for name, text in outputs.items():
         w.add_text(name, text)
-    w.add_text("HPL.dat", format_hpl_dat(_params_of(configs, threshold)))
+    w.add_text("HPL.dat", format_hpl_dat(HplParams.from_configs(configs, threshold)))
     w.add_json("environment.json", md.environment())
     info_log = md.CommandLog()
     try:
@@ -657,20 +657,3 @@ def _number(row: Any, column: str) -> float | None:
     v = row.get(column, float("nan"))
     return None if pd.isna(v) else float(v)
 
-
-def _params_of(configs: Sequence[HplConfig], threshold: float) -> HplParams:
-    """One HPL.dat listing the configurations' values (for the record: a superset when the
-    configurations are not a full product)."""
-    def uniq(values):
-        return tuple(dict.fromkeys(values))[:20]
-
-    c0 = configs[0]
-    return HplParams(
-        ns=uniq(c.n for c in configs), nbs=uniq(c.nb for c in configs),
-        grids=uniq((c.p, c.q) for c in configs), pmap=c0.pmap, threshold=threshold,
-        pfacts=uniq(c.pfact for c in configs), nbmins=uniq(c.nbmin for c in configs),
-        ndivs=uniq(c.ndiv for c in configs), rfacts=uniq(c.rfact for c in configs),
-        bcasts=uniq(c.bcast for c in configs), depths=uniq(c.depth for c in configs), swap=c0.swap,
-        swap_threshold=c0.swap_threshold, l1_transposed=c0.l1_transposed, u_transposed=c0.u_transposed,
-        equil=c0.equil, align=c0.align,
-    )

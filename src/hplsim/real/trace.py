@@ -22,17 +22,13 @@ from hplsim.cbuild import publish
 from hplsim.errors import HplsimError
 from hplsim.hpl.build import REAL, Flavor, hpl_binary
 from hplsim.hpl.config import HplConfig
+from hplsim.hpl.kernels import C_HEADER, traced_routines
 from hplsim.paths import cache_dir, csrc_dir
 
 TRACE_SOURCE = "hpl-trace/hplsim_trace.c"
-#: every kernel the emulation replaces by a time model, plus HPL_pdgesv (the timed region)
-WRAPPED = (
-    "HPL_pdgesv", "cblas_dgemm", "cblas_dtrsm", "cblas_dgemv", "cblas_dger", "cblas_dtrsv", "cblas_daxpy",
-    "cblas_dscal", "cblas_dswap", "cblas_idamax", "HPL_dlacpy", "HPL_dlatcpy",
-    *(f"HPL_dlaswp{v}" for v in ("00N", "10N", "01N", "01T", "02N", "03N", "03T", "04N", "04T", "05N", "05T",
-                                 "06N", "06T")),
-)
 TIMED_REGION = "HPL_pdgesv"
+#: every kernel the tracer times (the table's `traced`), plus HPL_pdgesv (the timed region)
+WRAPPED = (TIMED_REGION, *traced_routines())
 TRACE_COLUMNS = ("function", "m", "n", "k", "m0", "m1", "side", "duration", "start", "host", "cpu", "core", "rank",
                  "ld")
 
@@ -40,7 +36,8 @@ TRACE_COLUMNS = ("function", "m", "n", "k", "m0", "m1", "side", "duration", "sta
 def _trace_object() -> Path:
     src = csrc_dir() / TRACE_SOURCE
     flags = ("-O2", "-std=gnu11", "-Wall")
-    key = hashlib.sha256(src.read_bytes() + repr(flags).encode()).hexdigest()[:16]
+    header = csrc_dir() / C_HEADER  # the tracer includes the table of kernels' header (names, sizes)
+    key = hashlib.sha256(src.read_bytes() + header.read_bytes() + repr(flags).encode()).hexdigest()[:16]
     dest = cache_dir() / "builds" / f"hpl-trace-{key}"
     obj = dest / "hplsim_trace.o"
     if obj.exists():
@@ -51,7 +48,7 @@ def _trace_object() -> Path:
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".trace-") as tmp:
         out = Path(tmp) / "out"
         out.mkdir()
-        proc = subprocess.run(["cc", *flags, "-c", str(src), "-o", str(out / obj.name)],
+        proc = subprocess.run(["cc", *flags, "-I", str(header.parent), "-c", str(src), "-o", str(out / obj.name)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             lines = (proc.stderr or proc.stdout).strip().splitlines()

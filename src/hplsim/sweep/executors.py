@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence
 
 from hplsim.errors import HplsimError
-from hplsim.processes import set_parent_death_signal
+from hplsim.processes import set_parent_death_signal, watch_parent
 from hplsim.sweep.tasks import Outcome, Task, now, run_chunk, run_task
 from hplsim.sweep.variants import Variant
 
@@ -102,7 +102,8 @@ def _worker_init(variants: Sequence[Variant], progress_queue=None) -> None:
     workers); SIGTERM ends a worker through SystemExit, which kills its simulation
     (run_smpirun kills the smpirun process group on any exception); and a worker whose
     coordinator dies, even by SIGKILL, gets SIGTERM from the kernel (Linux's
-    PR_SET_PDEATHSIG) instead of finishing a run nobody will store."""
+    PR_SET_PDEATHSIG) instead of finishing a run nobody will store, and, should the
+    signal's handler not get to run, `watch_parent` ends it and its simulation anyway."""
     global _WORKER_VARIANTS, _WORKER_PROGRESS
     _WORKER_VARIANTS = variants
     _WORKER_PROGRESS = progress_queue
@@ -112,6 +113,7 @@ def _worker_init(variants: Sequence[Variant], progress_queue=None) -> None:
     # not Linux: workers then finish their current run after a SIGKILL
     if set_parent_death_signal() and (parent == 1 or os.getppid() != parent):
         os._exit(1)  # the coordinator died before prctl: nothing to work for (and no traceback)
+    watch_parent()
 
 
 def _on_sigterm(signum, frame) -> None:

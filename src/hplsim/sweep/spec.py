@@ -22,18 +22,14 @@ import yaml
 from hplsim import formats
 from hplsim.errors import HplsimError
 from hplsim.formats import Field, Invalid, Record
-from hplsim.hpl.config import BCAST_NAMES, FACT_NAMES, PMAP_NAMES, SWAP_NAMES, HplParams
+from hplsim.hpl.config import HplParams
 from hplsim.hpl.hpldat import read_hpl_dat
+from hplsim.hpl.parameters import LOOP_ORDER, PARAMETER, SINGLE
 from hplsim.platform.spec import IPROBE_REPORTS, SHARING_POLICIES, TOPOLOGIES
 
 #: HPL parameters a spec may list, in the order the sweep loops over them (HPL's own
-#: loop order first, then what HPL.dat only takes one value of).
-HPL_AXES = ("n", "nb", "depth", "bcast", "rfact", "pfact", "nbmin", "ndiv",
-            "pmap", "swap", "swap_threshold", "l1_transposed", "u_transposed", "equil", "align")
-_BOOL_AXES = {"l1_transposed", "u_transposed", "equil"}
-# Codes may also be given by HPL's names (case-insensitive), e.g. bcast: [1ring, 2ringM].
-_NAMED_CODES = {"bcast": BCAST_NAMES, "pfact": FACT_NAMES, "rfact": FACT_NAMES, "swap": SWAP_NAMES,
-                "pmap": PMAP_NAMES}
+#: loop order first, then what HPL.dat only takes one value of); the grid is apart.
+HPL_AXES = (*(p.name for p in LOOP_ORDER if p.list_field != "grids"), *(p.name for p in SINGLE))
 MAX_VALUES = 10_000  # per list: a typo in a range should fail here, not fill the disk
 
 
@@ -194,22 +190,26 @@ def _values(raw: Any, source: str, where: str) -> list[Any]:
 
 def _axis(name: str, raw: Any, source: str) -> tuple:
     where = f"hpl.{name}"
+    parameter = PARAMETER[name]
     out = []
     for i, v in enumerate(_values(raw, source, where)):
         w = f"{where}[{i}]" if isinstance(raw, list) else where
-        if name in _BOOL_AXES:
+        if parameter.type is bool:
             if not isinstance(v, bool):
                 raise _fail(source, w, f"{v!r} is not true/false")
-            out.append(v)
-            continue
-        if isinstance(v, str) and name in _NAMED_CODES:
-            codes = {label.lower(): code for code, label in _NAMED_CODES[name].items()}
+        elif isinstance(v, str) and parameter.codes:
+            # codes may also be given by HPL's names (case-insensitive), e.g. bcast: [1ring, 2ringM]
+            codes = {label.lower(): code for code, label in parameter.codes.items()}
             if v.lower() not in codes:
-                known = ", ".join(f"{c} {label}" for c, label in _NAMED_CODES[name].items())
-                raise _fail(source, w, f"unknown {name.upper()} {v!r} (known: {known})")
-            out.append(codes[v.lower()])
-            continue
-        out.append(_int(v, source, w))
+                raise _fail(source, w, f"unknown {name.upper()} {v!r} (known: {parameter.codes_text()})")
+            v = codes[v.lower()]
+        else:
+            v = _int(v, source, w)
+        try:
+            parameter.check(v)
+        except HplsimError as exc:
+            raise _fail(source, w, str(exc)) from None
+        out.append(v)
     return tuple(dict.fromkeys(out))  # duplicates would only run the same thing twice
 
 
@@ -511,13 +511,7 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path = Path("."), text: s
 
 def spec_from_params(params: HplParams, source: str, text: str) -> SweepSpec:
     """An HPL.dat's lists as a spec: every combination, HPL's pairing of Ps and Qs."""
-    axes = {
-        "n": params.ns, "nb": params.nbs, "depth": params.depths, "bcast": params.bcasts,
-        "rfact": params.rfacts, "pfact": params.pfacts, "nbmin": params.nbmins, "ndiv": params.ndivs,
-        "pmap": (params.pmap,), "swap": (params.swap,), "swap_threshold": (params.swap_threshold,),
-        "l1_transposed": (params.l1_transposed,), "u_transposed": (params.u_transposed,),
-        "equil": (params.equil,), "align": (params.align,),
-    }
+    axes = {name: params.values(name) for name in HPL_AXES}
     return SweepSpec(source, text, axes, tuple(dict.fromkeys(params.grids)), ())
 
 

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 from hplsim import __version__
 from hplsim.errors import HplsimError
+from hplsim.hpl.parameters import PARAMETERS
 from hplsim.sweep.tasks import Outcome, Task, now
 from hplsim.sweep.variants import Variant
 
@@ -31,9 +32,10 @@ FORMAT_NAME = "hplsim-results"
 FORMAT_VERSION = 1
 BUSY_TIMEOUT_MS = 120_000  # another sweep's transaction lasts milliseconds; wait generously
 
-#: HPL parameters, one column each (so that the file can be queried with plain SQL).
-HPL_COLUMNS = ("n", "nb", "p", "q", "pmap", "pfact", "nbmin", "ndiv", "rfact", "bcast", "depth", "swap",
-               "swap_threshold", "l1_transposed", "u_transposed", "equil", "align")
+#: HPL parameters, one column each (so that the file can be queried with plain SQL), in
+#: the table's order — the order of the existing files' columns (flags stored as 0/1).
+HPL_COLUMNS = tuple(p.name for p in PARAMETERS)
+_FLAG_COLUMNS = tuple(p.name for p in PARAMETERS if p.type is bool)
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (
@@ -133,6 +135,7 @@ class ResultStore:
                     self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)",
                                       (FORMAT_NAME, str(FORMAT_VERSION)))
             self._check_format()
+            self._add_new_parameters()
         except sqlite3.OperationalError as exc:
             if _locked(exc):
                 raise HplsimError(f"results store {self.path} stayed locked by another process for "
@@ -164,6 +167,18 @@ class ResultStore:
         if meta.get("version") != str(FORMAT_VERSION):
             raise HplsimError(f"{self.path}: results store version {meta.get('version')} "
                               f"(this hplsim reads {FORMAT_VERSION})")
+
+    def _add_new_parameters(self) -> None:
+        """A store written before an HPL parameter was declared lacks its column: its runs
+        ran with that parameter at its default, which the added column holds (so a new
+        parameter needs no new format version)."""
+        present = {r["name"] for r in self.conn.execute("PRAGMA table_info(runs)")}
+        missing = [p for p in PARAMETERS if p.name not in present]
+        if missing:
+            with self._write():
+                for p in missing:
+                    self.conn.execute(f"ALTER TABLE runs ADD COLUMN {p.name} INTEGER NOT NULL "
+                                      f"DEFAULT {int(p.default or 0)}")
 
     def _write(self):
         return _Transaction(self.conn)
@@ -246,7 +261,7 @@ class ResultStore:
             args = (status,)
         rows = [dict(r) for r in self.conn.execute(query + " ORDER BY rowid", args)]
         for r in rows:
-            for b in ("l1_transposed", "u_transposed", "equil"):
+            for b in _FLAG_COLUMNS:
                 r[b] = bool(r[b])
         return rows
 

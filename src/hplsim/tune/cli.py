@@ -17,10 +17,13 @@ from hplsim.clitypes import RANKS_PER_HOST, SEED
 from hplsim.errors import HplsimError, with_warnings
 from hplsim.hpl.config import BCAST_NAMES, FACT_NAMES, SWAP_NAMES, HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat
-from hplsim.hpl.options import hpl_options
-from hplsim.tune.constraints import DEFAULT_MEMORY_FRACTION, parse_budget, parse_memory
+from hplsim.hpl.options import OPTION_PARAMETERS, hpl_options
+from hplsim.hpl.parameters import PARAMETER
+from hplsim.tune.constraints import DEFAULT_CHOICES, DEFAULT_MEMORY_FRACTION, parse_budget, parse_memory
 
 _FRACTION = click.FloatRange(0.0, 1.0, min_open=True, max_open=True)
+#: the parameters tune chooses (N from the memory rule, the grid, NB and the codes)
+_SEARCHED = {"n", "nb", "p", "q", *DEFAULT_CHOICES}
 
 
 def _restrictions(opts: dict) -> tuple[dict, HplParams | None]:
@@ -29,13 +32,12 @@ def _restrictions(opts: dict) -> tuple[dict, HplParams | None]:
     dat = read_hpl_dat(opts["hpl_dat"]) if opts["hpl_dat"] else None
     fixed: dict = {}
     if dat is not None:
-        fixed = {"nbs": dat.nbs, "grids": dat.grids, "pfact": dat.pfacts, "rfact": dat.rfacts,
-                 "bcast": dat.bcasts, "depth": dat.depths, "swap": (dat.swap,)}
-    for key, name in (("nb", "nbs"), ("pfact", "pfact"), ("rfact", "rfact"), ("bcast", "bcast"), ("depth", "depth")):
+        fixed = {"nbs": dat.nbs, "grids": dat.grids, **{k: dat.values(k) for k in DEFAULT_CHOICES}}
+    if opts["nb"] is not None:
+        fixed["nbs"] = opts["nb"]
+    for key in DEFAULT_CHOICES:
         if opts[key] is not None:
-            fixed[name] = opts[key]
-    if opts["swap"] is not None:
-        fixed["swap"] = (opts["swap"],)
+            fixed[key] = opts[key] if PARAMETER[key].listed else (opts[key],)
     if opts["p"] is not None or opts["q"] is not None:
         if opts["p"] is None or opts["q"] is None or len(opts["p"]) != len(opts["q"]):
             raise HplsimError("-P and -Q fix the process grids together: give both, with as many values")
@@ -44,17 +46,18 @@ def _restrictions(opts: dict) -> tuple[dict, HplParams | None]:
 
 
 def _base_changes(opts: dict) -> dict:
-    """The parameters tune does not search (NBMIN, NDIV, PMAP, swap threshold), when given;
-    the others come from the HPL.dat, else the preset, else HPL's defaults."""
+    """The parameters tune does not search (NBMIN, NDIV, PMAP, swap threshold …), when
+    given; the others come from the HPL.dat, else the preset, else HPL's defaults."""
     changes = {}
-    for key in ("nbmin", "ndiv"):
-        if opts[key] is not None:
-            if len(opts[key]) != 1:
-                raise HplsimError(f"--{key}: tune does not search it; give one value")
-            changes[key] = opts[key][0]
-    for key in ("pmap", "swap_threshold"):
-        if opts[key] is not None:
-            changes[key] = opts[key]
+    for p in OPTION_PARAMETERS:
+        if p.name in _SEARCHED or opts[p.name] is None:
+            continue
+        if p.listed:
+            if len(opts[p.name]) != 1:
+                raise HplsimError(f"{p.option}: tune does not search it; give one value")
+            changes[p.name] = opts[p.name][0]
+        else:
+            changes[p.name] = opts[p.name]
     if changes:
         HplConfig(n=1000, **changes)  # HPL's ranges, checked now
     return changes

@@ -24,23 +24,19 @@ import numpy as np
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
+from hplsim.hpl.parameters import PARAMETER
 
 #: of each node's memory, what HPL may use by default (the rest: OS, MPI, binary)
 DEFAULT_MEMORY_FRACTION = 0.80
 
-#: the values searched when the user fixes none (HPL's legal codes; NB: the usual range)
+#: the values searched when the user fixes none (HPL's legal codes; NB and DEPTH: the usual range)
 DEFAULT_NBS = (64, 96, 128, 192, 256, 384, 512)
-DEFAULT_CHOICES = {
-    "pfact": (0, 1, 2),
-    "rfact": (0, 1, 2),
-    "bcast": (0, 1, 2, 3, 4, 5),
-    "depth": (0, 1, 2),
-    "swap": (0, 1, 2),
-}
+DEFAULT_CHOICES = {k: (0, 1, 2) if k == "depth" else tuple(PARAMETER[k].codes)
+                   for k in ("pfact", "rfact", "bcast", "depth", "swap")}
 #: the parameters searched, in the order of the sensitivity table
 SEARCHED = ("grid", "nb", "pfact", "rfact", "bcast", "depth", "swap")
 #: HPL's legal range of each code (a fixed value outside it is refused)
-LEGAL = {"pfact": range(0, 3), "rfact": range(0, 3), "bcast": range(0, 6), "swap": range(0, 3)}
+LEGAL = {k: range(min(PARAMETER[k].codes), max(PARAMETER[k].codes) + 1) for k in DEFAULT_CHOICES if k != "depth"}
 MAX_DEPTH = 8  # look-ahead deeper than this costs memory and never helped in HPL's studies
 
 _MEMORY_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
