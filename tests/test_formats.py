@@ -50,3 +50,37 @@ def test_long_values_are_cut_and_paths_index_lists():
 def test_described_lists_every_leaf_with_its_unit():
     assert f.described(SPEC) == [("nodes", "a positive integer", ""), ("placement", "block or cyclic", ""),
                                  ("network.bandwidth", "a positive number", "B/s")]
+
+
+def test_a_nested_part_is_checked_before_its_file_is_known():
+    with pytest.raises(f.FieldError) as err:
+        f.check(NET, {"bandwidth": -1}, "hosts.a.network")
+    assert str(err.value) == "hosts.a.network.bandwidth: expected a positive number, got -1"
+    assert str(err.value.at("m.yaml")) == "m.yaml: hosts.a.network.bandwidth: expected a positive number, got -1"
+
+
+def test_a_converter_may_point_inside_its_value():
+    def pairs(value):
+        for key, v in value.items():
+            if v < 0:
+                raise f.Invalid("a non-negative number", at=key)
+        return value
+
+    record = f.Record({"smpi": f.Field(pairs, "a mapping of numbers")})
+    with pytest.raises(HplsimError, match=r"^s\.yaml: smpi\.b: expected a non-negative number, got -2$"):
+        f.read(record, {"smpi": {"a": 1, "b": -2}}, "s.yaml")
+
+
+@pytest.mark.parametrize("convert, good, bad", [
+    (f.integer(0, 3), [0, 3], [4, -1, 1.0, True, "1"]),
+    (f.integer(1, floats=True), [1, 4.0], [0.0, 1.5, False]),
+    (f.number(), [1, "1e-11", 2.5], [float("inf"), "x", None, True]),
+    (f.number(strings=False, positive=True), [1e-9], ["1", 0, -1]),
+    (f.exactly("hplsim-model"), ["hplsim-model"], ["other", None]),
+])
+def test_converters_accept_and_refuse(convert, good, bad):
+    for value in good:
+        convert(value)
+    for value in bad:
+        with pytest.raises(f.Invalid):
+            convert(value)

@@ -21,20 +21,23 @@ Why our own small layer and not pydantic v2 (or attrs + cattrs):
   wording tests and users rely on; pydantic's are its own (``Input should be a valid
   integer [type=int_type, …]``, with a link) and would have to be rewritten from its
   error list anyway.
-- It is one more dependency (pydantic-core is a compiled wheel) and an import on every
-  command's start for a few dozen fields; this module is about a hundred lines and
-  imports nothing beyond the standard library and `errors`.
+- It would be one more dependency (pydantic-core is a compiled wheel; it is not even in
+  the project's virtualenv today) and one more import on every command's start, for a
+  few dozen fields; this module is a couple of hundred lines and imports nothing beyond
+  the standard library and `errors`.
 
 A `Record` maps field names to `Field` (a leaf, with a converter) or to a nested `Record`
 (a mapping section); `read` returns plain dicts with every declared field present (the
-default where absent). Checks that involve several fields (a fat-tree's leaves against the
+default where absent). A reader of a nested part that does not know the file's name
+(the model file's kernels) uses `check`, whose `FieldError` the caller turns into the
+user's error with `FieldError.at(source)`. Checks that involve several fields (a fat-tree's leaves against the
 node count) stay in the artefact's reader and raise through `error`, in the same style.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from hplsim.errors import HplsimError
@@ -116,7 +119,6 @@ class Record:
     name: str = "a mapping"
     optional: bool = True
     extra: bool = False  # keys beyond the declared ones are kept as they are
-    doc: str = field(default="", compare=False)
 
 
 def read(record: Record, doc: Any, source: str, path: str = "") -> dict[str, Any]:
