@@ -70,6 +70,34 @@ def test_metadata_must_say_kind_and_status(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("metadata, message", [
+    ("status: complete\n", "kind: expected one of dgemm, dtrsm, mpi, hpl (the field is required), got nothing"),
+    ("kind: zgemm\nstatus: complete\n", "kind: expected one of dgemm, dtrsm, mpi, hpl, got 'zgemm'"),
+    ("kind: dgemm\nstatus: half\n", "status: expected one of complete, aborted, got 'half'"),
+    ("kind: dgemm\nstatus: complete\nstart_time: yesterday\n",
+     "start_time: expected a date and time (ISO 8601, e.g. 2025-01-01T10:00:00+00:00) or Unix seconds, got 'yesterday'"),
+    ("kind: dgemm\nstatus: complete\narchive_format: one\n", "archive_format: expected a positive integer, got 'one'"),
+    ("kind: dgemm\nstatus: complete\nphases: build\n", "phases: expected a list of phases (mappings: name, start, "
+                                                          "end, …), got 'build'"),
+    ("- 1\n", "expected a mapping at the top level, got list"),
+])
+def test_metadata_errors_name_the_member_and_field(tmp_path: Path, metadata: str, message: str) -> None:
+    path = tmp_path / "a.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("metadata.yaml", metadata)
+    with pytest.raises(HplsimError) as err:
+        read_archive(path)
+    assert str(err.value) == f"{path}: metadata.yaml: {message}"
+
+
+def test_metadata_times_as_written_or_as_yaml_reads_them(tmp_path: Path) -> None:
+    for start in ("'2025-01-01T10:00:00.123456+00:00'", "2025-01-01 10:00:00", "1735725600.5"):
+        path = tmp_path / "a.zip"
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr("metadata.yaml", f"kind: dgemm\nstatus: complete\nstart_time: {start}\n")
+        assert read_archive(path).metadata["start_time"] is not None
+
+
 def test_interrupted_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A signal while writing (KeyboardInterrupt) leaves no archive and no temporary file,
     and an existing archive at the destination is left untouched."""

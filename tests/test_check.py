@@ -18,9 +18,10 @@ import statsmodels.api as sm
 from scipy import stats
 
 from hplsim.check.chew import DegenerateReference, band, chew_test
-from hplsim.check.history import append_runs, read_history
+from hplsim.calibrate.history import read_history
+from hplsim.calibrate.run_summary import summarise_archive, summarise_calls
+from hplsim.check.history import append_runs
 from hplsim.check.logs import ChangelogEntry, Outlier, parse_time
-from hplsim.check.summary import summarise_archive, summarise_calls
 from hplsim.check.verdicts import (
     IMPROVEMENT, NOT_ENOUGH, NOT_TESTABLE, OK, REGRESSION, evaluate, prepare, check_at,
 )
@@ -330,6 +331,36 @@ def test_history_file_round_trip_duplicates_and_atomicity(tmp_path):
         read_history(other)
 
 
+@pytest.mark.parametrize("meta, message", [
+    ({"format": "other", "version": "1"}, "meta.format: expected 'hplsim-history', got 'other'"),
+    ({"format": "hplsim-history", "version": "7"}, "meta.version: expected a version up to 1 (this hplsim's), got '7'"),
+    ({"format": "hplsim-history", "version": "one"}, "meta.version: expected a version up to 1 (this hplsim's), got 'one'"),
+])
+def test_history_meta_errors_name_the_field(tmp_path, meta, message):
+    path = tmp_path / "h.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    con.execute("CREATE TABLE observations (host, cpu, run_id, start_time, metric, value, source)")
+    con.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+    con.commit()
+    con.close()
+    with pytest.raises(HplsimError) as err:
+        read_history(path)
+    assert str(err.value) == f"history {path}: {message}"
+
+
+def test_history_csv_errors_name_the_column_and_line(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("node,cpu,jobid,start_time,mnk\n1,0,7,1,1e-11\n2,0,7,1,1e-11\nx,0,7,1,1e-11\n")
+    with pytest.raises(HplsimError) as err:
+        read_history(path)
+    assert str(err.value) == f"history {path}: node (line 4): expected a node number (an integer), got 'x'"
+    path.write_text("host,cpu,run_id,start_time,mnk\nh,0.5,7,1,1e-11\nh,y,8,1,1e-11\n")
+    with pytest.raises(HplsimError) as err:
+        read_history(path)
+    assert str(err.value) == f"history {path}: cpu (line 2): expected a CPU index (an integer), got '0.5' (2 bad rows in all)"
+
+
 def _append_worker(args):
     path, seed = args
     runs = _history(runs=15, seed=0, hosts=("n-1", "n-2", f"own-{seed}"))
@@ -511,7 +542,7 @@ def test_cli_table_exit_codes_changelog_plots_and_errors(tmp_path, hplsim):
                            ([bad, "--gamma", "1.5"], "gamma"),
                            ([bad, "--window", "0"], "window"),
                            ([bad, "--changelog", tmp_path / "bad_log.csv"], "missing column"),
-                           ([tmp_path / "changelog.csv"], "needs columns")):
+                           ([tmp_path / "changelog.csv"], "expected columns host, cpu, run_id, start_time")):
         code, _, err = hplsim("check", *args)
         assert code == 2 and "Traceback" not in err and fragment in err, (args, err)
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from hplsim.calibrate.archive import ArchiveWriter, read_archive
 from hplsim.calibrate.summary import summarise
-from hplsim.check.history import read_history
+from hplsim.calibrate.history import read_history
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import format_hpl_dat, parse_hpl_dat

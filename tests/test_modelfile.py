@@ -50,21 +50,51 @@ def test_resolution_cpu_over_host_over_default():
 
 
 @pytest.mark.parametrize("kernels, message", [
-    ({"dgemm": {"mean": {"mnk": "x"}}}, "not a number"),
-    ({"dgemm": {"mean": {"mnk": -1e-10}}}, "negative coefficient"),
-    ({"dgemm": {"mean": {"intercept": -1e-6, "mnk": 1e-10}}}, "negative coefficient"),
-    ({"dgemm": {"noise": {"family": "none"}}}, "missing coefficients"),
-    ({"dgemm": {"mean": {"mnq": 1.0}}}, "unknown size variable"),
-    ({"dgemmm": {"mean": {"mnk": 1.0}}}, "unknown kernel"),
-    ({"dgemm": {"mean": {"mnk": 1e-10}, "noise": {"family": "cauchy"}}}, "unknown family"),
-    ({"dgemm": {"mean": {"mnk": 1e-10}, "noise": {"family": "normal"}}}, "missing coefficients"),
+    ({"dgemm": {"mean": {"mnk": "x"}}}, "dgemm.mean.mnk: expected a finite number, got 'x'"),
+    ({"dgemm": {"mean": {"mnk": -1e-10}}}, "dgemm.mean.mnk: expected a coefficient >= 0 (the constant and the "
+                                           "leading terms: large calls would take negative time), got -1e-10"),
+    ({"dgemm": {"mean": {"intercept": -1e-6, "mnk": 1e-10}}}, "dgemm.mean.intercept: expected a coefficient >= 0"),
+    ({"dgemm": {"noise": {"family": "none"}}}, "dgemm.mean: expected a mapping of term -> coefficient (e.g. mnk: "
+                                               "1.1e-11, intercept: 2e-6), got nothing"),
+    ({"dgemm": {"mean": {"mnq": 1.0}}}, "dgemm.mean.mnq: expected a term of dgemm's sizes m, n, k (e.g. mnk, mn, "
+                                        "intercept), got unknown size variable 'q'"),
+    ({"dgemmm": {"mean": {"mnk": 1.0}}}, "kernels.dgemmm: expected a kernel among HPL_dlacpy, "),
+    ({"dgemm": {"mean": {"mnk": 1e-10}, "noise": {"family": "cauchy"}}},
+     "dgemm.noise.family: expected one of none, normal, halfnormal, mixture, got 'cauchy'"),
+    ({"dgemm": {"mean": {"mnk": 1e-10}, "noise": {"family": "normal"}}}, "dgemm.noise.sigma: expected a mapping of "
+                                                                         "term -> coefficient"),
     ({"dgemm": {"mean": {"mnk": 1e-10}, "noise": {"family": "mixture", "components": [
-        {"weight": 0.5, "sigma": {"intercept": 1e-6}}]}}}, "weights sum to 0.5"),
-    ({"dgemm": {"mean": {"mnk": float("nan")}}}, "not finite"),
+        {"weight": 0.5, "sigma": {"intercept": 1e-6}}]}}},
+     "dgemm.noise.components: expected weights that sum to 1, got weights sum to 0.5"),
+    ({"dgemm": {"mean": {"mnk": 1e-10}, "noise": {"family": "mixture", "components": [
+        {"weight": -1, "sigma": {"intercept": 1e-6}}]}}},
+     "dgemm.noise.components[0].weight: expected a finite number >= 0, got -1"),
+    ({"dgemm": {"mean": {"mnk": float("nan")}}}, "dgemm.mean.mnk: expected a finite number, got nan"),
 ])
 def test_invalid_models_are_refused_with_the_field_path(kernels, message):
-    with pytest.raises(HplsimError, match=message):
+    """One line: the file, the field's path, what was expected and what was found."""
+    with pytest.raises(HplsimError) as err:
         model_from_dict(doc(kernels), "m.yaml")
+    assert str(err.value).startswith("model file m.yaml: default.kernels.") and message in str(err.value)
+
+
+@pytest.mark.parametrize("top, message", [
+    ({"format": "other", "version": 1}, "format: expected 'hplsim-model', got 'other'"),
+    ({"format": "hplsim-model", "version": 9}, "version: expected 1 (the version this hplsim reads), got 9"),
+    ({"format": "hplsim-model", "version": 1}, "expected a 'default' entry or at least one host, "
+                                               "got neither a 'default' entry nor any host"),
+    ({"format": "hplsim-model", "version": 1, "default": {}, "colour": 1},
+     "expected only the fields format, version, description, provenance, default, hosts, population, uncertainty, "
+     "got unknown field(s) colour"),
+    ({"format": "hplsim-model", "version": 1, "hosts": {"h": {"cpus": [None]}}},
+     "hosts.h.cpus[0]: expected a mapping with 'kernels', got nothing"),
+    ({"format": "hplsim-model", "version": 1, "default": {}, "uncertainty": {"dgemm": {"rsd": 1.5}}},
+     "uncertainty.dgemm.rsd: expected a relative standard deviation in [0, 1), got 1.5"),
+])
+def test_invalid_model_files_name_the_field(top, message):
+    with pytest.raises(HplsimError) as err:
+        model_from_dict(top, "m.yaml")
+    assert str(err.value) == f"model file m.yaml: {message}"
 
 
 def test_cross_terms_may_be_negative():
@@ -76,7 +106,7 @@ def test_not_yaml_and_wrong_format(tmp_path):
     (tmp_path / "a.yaml").write_text("default: [unclosed")
     with pytest.raises(HplsimError, match="not valid YAML"):
         load_model(tmp_path / "a.yaml")
-    with pytest.raises(HplsimError, match="'format' must be"):
+    with pytest.raises(HplsimError, match=r"format: expected 'hplsim-model' \(the field is required\), got nothing"):
         model_from_dict({"version": 1, "default": {}})
 
 
@@ -221,8 +251,9 @@ def test_a_row_swap_piece_by_leading_dimension_round_trips_and_the_runtime_follo
     ([{"when": "q > m", "mean": {"mnk": 1e-11}}], "is neither a size"),
     ([{"when": "3 > 2", "mean": {"mnk": 1e-11}}], "does not depend on the sizes"),
     ([{"mean": {"mnk": 1e-11}}], "expected a condition"),
-    ([{"when": "n > m"}], "missing coefficients"),
-    ([{"when": "n > m", "mean": {"mnk": 1e-11}, "colour": 1}], "unknown field"),
+    ([{"when": "n > m"}], r"mean: expected a mapping of term -> coefficient .*, got nothing"),
+    ([{"when": "n > m", "mean": {"mnk": 1e-11}, "colour": 1}], r"\[0\]: expected only the fields when, mean, "
+                                                                r"noise, got unknown field\(s\) colour"),
     ({"when": "n > m"}, "expected a list"),
 ])
 def test_invalid_pieces_are_refused_with_the_field_path(pieces, message):

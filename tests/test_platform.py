@@ -6,7 +6,7 @@ import pytest
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
-from hplsim.platform.spec import bandwidth, duration, load_platform, spec_from_dict, xml_hosts
+from hplsim.platform.spec import SPEC, bandwidth, duration, load_platform, spec_from_dict, xml_hosts
 from hplsim.predict import ModelSource, predict
 from hplsim.presets import DEFAULT
 
@@ -35,21 +35,62 @@ def test_star_and_fat_tree_run_and_place_ranks(tmp_path):
 
 
 @pytest.mark.parametrize("doc, message", [
-    ({"cores_per_node": 2}, "'nodes' is required"),
-    ({"nodes": 0}, "positive integer"),
-    ({"nodes": 2, "network": {"topology": "ring"}}, "topology must be"),
-    ({"nodes": 2, "network": {"topology": "fat-tree"}}, "needs 'fat_tree'"),
-    ({"nodes": 2, "network": {"sharing_policy": "WIDE"}}, "sharing_policy"),
-    ({"nodes": 2, "smpi": {"smpi/bw-factor": "1"}}, "size:factor"),
-    ({"nodes": 2, "smpi": {"smpi/os": "0:1e-6"}}, "size:offset:per_byte"),
-    ({"nodes": 2, "colour": "blue"}, "unknown field"),
-    ({"nodes": 2, "mpi": {"iprobe_reports": "eventually"}}, "iprobe_reports must be one of arrived, progressed"),
-    ({"nodes": 2, "mpi": {"eager_limit": 4096}}, "unknown mpi field"),
-    ({"nodes": 2, "mpi": "openmpi"}, "'mpi' must be a mapping"),
+    ({"cores_per_node": 2}, "nodes: expected a positive integer (the field is required), got nothing"),
+    ({"nodes": 0}, "nodes: expected a positive integer, got 0"),
+    ({"nodes": True}, "nodes: expected a positive integer, got True"),
+    ({"nodes": 2, "network": {"topology": "ring"}}, "network.topology: expected one of star, fat-tree, got 'ring'"),
+    ({"nodes": 2, "network": {"topology": "fat-tree"}},
+     "network.fat_tree: expected SimGrid's topo_parameters (a fat-tree needs 'fat_tree'), got nothing"),
+    ({"nodes": 2, "network": {"sharing_policy": "WIDE"}},
+     "network.sharing_policy: expected one of SHARED, SPLITDUPLEX, FATPIPE, got 'WIDE'"),
+    ({"nodes": 2, "network": {"latency": "-1us"}}, "network.latency: expected a time that is not negative, got '-1us'"),
+    ({"nodes": 2, "network": {"bandwidth": 10}}, "network.bandwidth: expected a bandwidth with its unit, e.g. "
+                                                 "12.5GBps (bytes/s) or 100Gbps (bits/s), got 10, which has no unit"),
+    ({"nodes": 2, "smpi": {"smpi/bw-factor": "1"}}, "smpi.smpi/bw-factor: expected a ';'-separated list of "
+                                                    "size:factor, got '1'"),
+    ({"nodes": 2, "smpi": {"smpi/os": "0:1e-6"}}, "smpi.smpi/os: expected a ';'-separated list of "
+                                                  "size:offset:per_byte, got '0:1e-6'"),
+    ({"nodes": 2, "colour": "blue"}, "expected only the fields format, version, name, nodes, cores_per_node, "
+                                     "ranks_per_node, placement, host_prefix, host_suffix, network, smpi, mpi, "
+                                     "got unknown field(s) colour"),
+    ({"nodes": 2, "mpi": {"iprobe_reports": "eventually"}},
+     "mpi.iprobe_reports: expected one of arrived, progressed, got 'eventually'"),
+    ({"nodes": 2, "mpi": {"eager_limit": 4096}}, "mpi: expected only the fields iprobe_reports, "
+                                                 "got unknown field(s) eager_limit"),
+    ({"nodes": 2, "mpi": "openmpi"}, "mpi: expected a mapping of MPI behaviours, got str"),
+    ({"nodes": 4, "network": {"topology": "fat-tree", "fat_tree": "2;4,4;1,2;1,2"}},
+     "network.fat_tree: expected a fat-tree whose leaves (the product of its down counts) are the platform's 4 "
+     "nodes, got '2;4,4;1,2;1,2', which has 16 leaves"),
+    ([1, 2], "expected a mapping of platform fields at the top level, got list"),
 ])
 def test_bad_specs(doc, message):
-    with pytest.raises(HplsimError, match=message):
+    """One line: the file, the field's path, what was expected, what was found."""
+    with pytest.raises(HplsimError) as err:
         spec_from_dict(doc, "p.yaml")
+    assert str(err.value) == f"platform spec p.yaml: {message}"
+
+
+def test_spec_defaults_and_nulls_read_as_before():
+    spec = spec_from_dict({"nodes": 2, "cores_per_node": None, "network": None, "smpi": None, "mpi": {}})
+    assert (spec.cores_per_node, spec.bandwidth, spec.latency, spec.smpi, spec.iprobe_reports) == \
+        (1, 12.5e9, 1e-6, {}, "arrived")
+    assert spec.loopback_bandwidth is None and spec.fat_tree is None and spec.name == "cluster"
+    # a null where the spec never gave a default stays an error, as it was
+    for doc in ({"nodes": 2, "network": {"bandwidth": None}}, {"nodes": 2, "placement": None},
+                {"nodes": 2, "format": None}):
+        with pytest.raises(HplsimError):
+            spec_from_dict(doc)
+
+
+def test_the_format_page_shows_every_declared_field():
+    from pathlib import Path
+
+    from hplsim import formats
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "formats" / "platform.md").read_text()
+    example = page.split("```yaml", 1)[1].split("```", 1)[0]
+    missing = [path for path, _, _ in formats.described(SPEC) if f"{path.split('.')[-1]}:" not in example]
+    assert missing == []
 
 
 def test_iprobe_semantics_is_part_of_the_platform():

@@ -279,7 +279,8 @@ def test_sweep_spec_takes_variability_variations(tmp_path, pop_model):
               for v in variants]
     assert scales == [(0.0, 1.0), (1.0, 1.0), (2.0, 0.0)]
     assert len({v.model.digest for v in variants}) == 3
-    with pytest.raises(HplsimError, match=r"model\.variations\[0\]\.spatial_variability: must be at least 0"):
+    with pytest.raises(HplsimError,
+                       match=r"model\.variations\[0\]\.spatial_variability: expected a finite number >= 0, got -1"):
         parse_spec({**doc, "model": {"path": str(pop_model), "variations": [{"spatial_variability": -1}]}},
                    "s.yaml", tmp_path)
 

@@ -223,7 +223,7 @@ def test_check_counts_a_duplicated_run_once(tmp_path):
 
 
 def test_check_names_dahu_nodes_as_the_platform_does(dahu_dir):
-    from hplsim.check.history import read_history
+    from hplsim.calibrate.history import read_history
     from hplsim.platform.spec import load_platform
     from hplsim.presets import DEFAULT
 

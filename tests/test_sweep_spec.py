@@ -120,12 +120,31 @@ def test_hpl_dat_is_a_spec(tmp_path):
     ("hpl: {n: 2000, grids: [[1, 2, 3]]}\n", "hpl.grids[0]: a grid is [P, Q]"),
     ("hpl: {n: 2000}\nseed: [1]\n", "unknown field(s) seed"),
     ("hpl: {n: 2000}\nplatform: nowhere.yaml\n", "does not exist"),
-    ("hpl: {n: 2000}\nplatform: {variations: [{bandwidth: -1}]}\n", "a factor must be positive"),
-    ("hpl: {n: 2000}\nplatform: {variations: [{topology: fat-tree}]}\n", "a fat-tree needs 'fat_tree'"),
-    ("hpl: {n: 2000}\nmodel: {variations: [{drop_slowest: 150}]}\n", "must be in (0, 100)"),
-    ("hpl: {n: 2000}\nmodel: {variations: [{}, {}]}\n", "two variations are named 'base'"),
+    ("hpl: {n: 2000}\nplatform: {variations: [{bandwidth: -1}]}\n",
+     "platform.variations[0].bandwidth: expected a positive factor (2: twice as fast) or an absolute value with "
+     "its unit (25GBps), got -1"),
+    ("hpl: {n: 2000}\nplatform: {variations: [{topology: fat-tree}]}\n",
+     "platform.variations[0].fat_tree: expected SimGrid's topo_parameters, e.g. \"2;4,8;1,2;1,2\" (a fat-tree "
+     "needs 'fat_tree'), got nothing"),
+    ("hpl: {n: 2000}\nplatform: {variations: [{fat_tree: '2;2,2;1,2;1,1'}]}\n",
+     "platform.variations[0].topology: expected fat-tree ('fat_tree' goes with topology: fat-tree), got nothing"),
+    ("hpl: {n: 2000}\nmodel: {variations: [{drop_slowest: 150}]}\n",
+     "model.variations[0].drop_slowest: expected a percentage of hosts, in (0, 100), got 150"),
+    ("hpl: {n: 2000}\nmodel: {variations: [{drop_slowest: {hosts: 0}}]}\n",
+     "model.variations[0].drop_slowest.hosts: expected a positive integer, got 0"),
+    ("hpl: {n: 2000}\nmodel: {variations: [{speed: {'dahu-1*': '2'}}]}\n",
+     "model.variations[0].speed.dahu-1*: expected a positive speed factor (2: kernels take half the time), got '2'"),
+    ("hpl: {n: 2000}\nmodel: {variations: [{}, {}]}\n",
+     "model.variations: expected variations with distinct names, got two variations named 'base'"),
+    ("hpl: {n: 2000}\nplatform: {variations: null}\n",
+     "platform.variations: expected a non-empty list of variations (use {} for the unchanged one), got nothing"),
+    ("hpl: {n: 2000}\nplatform: 5\n", "platform: expected a platform file, a list of variations, or a mapping of "
+                                      "path, ranks_per_host, variations, got int"),
+    ("hpl: {n: 2000}\nseeds: [1, -1]\n", "seeds[1]: expected an integer in 0 .. 2**64-1 (the emulation's seeds "
+                                         "are unsigned 64-bit), got -1"),
     ("hpl: {n: [2000\n", "not valid YAML at line"),
-    ("hpl: {n: 2000}\nplatform: {variations: [{iprobe_reports: late}]}\n", "'late' is not arrived or progressed"),
+    ("hpl: {n: 2000}\nplatform: {variations: [{iprobe_reports: late}]}\n",
+     "platform.variations[0].iprobe_reports: expected one of arrived, progressed, got 'late'"),
 ])
 def test_malformed_specs_say_where(tmp_path, text, message):
     with pytest.raises(HplsimError) as err:

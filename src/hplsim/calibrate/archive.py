@@ -21,6 +21,7 @@ import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -28,12 +29,46 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 import yaml
 
-from hplsim import tables
+from hplsim import formats, tables
 from hplsim.errors import HplsimError
+from hplsim.formats import Field, Invalid, Record
 
 FORMAT_VERSION = 1
 KINDS = ("dgemm", "dtrsm", "mpi", "hpl")  # hpl: real HPL runs (hplsim run-real)
 STATUSES = ("complete", "aborted")
+
+
+def unix_time(value: Any) -> float:
+    """A metadata time (ISO 8601 text as written, a YAML timestamp, or Unix seconds) in Unix
+    seconds."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    try:
+        return datetime.fromisoformat(str(value)).timestamp()
+    except ValueError:
+        raise Invalid("a date and time (ISO 8601, e.g. 2025-01-01T10:00:00+00:00) or Unix seconds") from None
+
+
+def _phases(value: Any) -> list:
+    if not isinstance(value, list) or not all(isinstance(p, Mapping) for p in value):
+        raise Invalid("a list of phases (mappings: name, start, end, …)")
+    return value
+
+
+_DATE = "a date and time (ISO 8601) or Unix seconds"
+#: metadata.yaml (docs/formats/archive.md): the fields that readers rely on, declared once;
+#: the rest (run, hosts, cpu, versions, design, monitoring, …) describe the run for people
+#: and are kept as written.
+METADATA = Record({
+    "archive_format": Field(formats.integer(1), "a positive integer", FORMAT_VERSION),
+    "kind": Field(formats.one_of(KINDS), "one of " + ", ".join(KINDS), required=True),
+    "status": Field(formats.one_of(STATUSES), "one of " + ", ".join(STATUSES), required=True),
+    "start_time": Field(unix_time, _DATE, unit="UTC"),
+    "end_time": Field(unix_time, _DATE, unit="UTC"),
+    "phases": Field(_phases, "a list of phases", []),
+}, name="a mapping", optional=False, extra=True)
 
 BLAS_COLUMNS = ("function", "m", "n", "k", "side", "lda", "ldb", "ldc",
                 "start", "duration", "host", "cpu", "core", "rank", "repetition")
@@ -112,11 +147,11 @@ class ArchiveWriter:
     def write(self, path: str | os.PathLike[str], metadata: Mapping[str, Any],
               log: list[Mapping[str, Any]]) -> Path:
         meta = dict(metadata)
-        if meta.get("kind") not in KINDS:
-            raise ValueError(f"metadata kind must be one of {KINDS}, got {meta.get('kind')!r}")
-        if meta.get("status") not in STATUSES:
-            raise ValueError(f"metadata status must be one of {STATUSES}, got {meta.get('status')!r}")
         meta["archive_format"] = FORMAT_VERSION
+        try:
+            formats.read(METADATA, meta, "archive metadata")
+        except HplsimError as exc:  # the metadata is ours, not the user's: a bug
+            raise ValueError(str(exc)) from None
         meta["files"] = sorted([*self._members, "metadata.yaml", "commands.json"])
         dest = Path(path)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -260,6 +295,5 @@ def read_archive(path: str | os.PathLike[str]) -> Archive:
         log = json.loads(raw["commands.json"]) if "commands.json" in raw else []
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise HplsimError(f"{p}: corrupt metadata ({exc})") from None
-    if not isinstance(metadata, dict):
-        raise HplsimError(f"{p}: metadata.yaml is not a mapping")
+    formats.read(METADATA, metadata, f"{p}: metadata.yaml")
     return Archive(path=p, metadata=metadata, log=log, names=sorted(raw), _raw=raw)

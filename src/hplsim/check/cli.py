@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from hplsim.check.metrics import DEFAULT_METRICS
-from hplsim.models.readers import DAHU_HOST_FORMAT
+from hplsim.calibrate.hostnames import DAHU_HOST_FORMAT
 from hplsim.errors import HplsimError, with_warnings
 from hplsim.outputs import check_dir
 
@@ -101,7 +101,7 @@ def run(history: Path, metrics: str, window: int, gamma: float, since: str | Non
         changelog: Path | None, outliers: Path | None, as_json: bool, replay: bool, plot: Path | None,
         host_format: str) -> None:
     """Test the latest runs of every series of HISTORY."""
-    from hplsim.check.history import read_history
+    from hplsim.calibrate.history import read_history
     from hplsim.check.logs import parse_time, read_changelog, read_outliers
     from hplsim.check.verdicts import REGRESSION, evaluate
 
@@ -168,8 +168,9 @@ def add(history: Path, sources: tuple[Path, ...], host_format: str) -> None:
 
     import pandas as pd
 
-    from hplsim.check.history import append_runs, read_history
-    from hplsim.check.summary import summarise_archive
+    from hplsim.calibrate.history import read_history
+    from hplsim.calibrate.run_summary import summarise_archive
+    from hplsim.check.history import append_runs
 
     frames = [summarise_archive(s) if zipfile.is_zipfile(s) else read_history(s, host_format) for s in sources]
     runs = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(

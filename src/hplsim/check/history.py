@@ -1,10 +1,6 @@
-"""The calibration history: one row per (host, CPU, run) with the metrics to watch.
-
-Read from our history file (SQLite, docs/formats/history.md: one reader `read_history`,
-one writer `append_runs`) or from a CSV: the published Dahu history
-(``dgemm_calibration_history.csv``: node, cpu, jobid, start_time, metrics) or the same
-table with our column names (host, cpu, run_id, start_time, metrics).
-"""
+"""Adding runs to a calibration history (`check add`): the history's one writer. Its
+format and reader are `hplsim.calibrate.history` (calibration data, read by `fit
+--population` too)."""
 
 from __future__ import annotations
 
@@ -14,90 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from hplsim import tables
-from hplsim.check.metrics import KEY, NON_METRICS
-from hplsim.errors import HplsimError, warn
-from hplsim.models.readers import DAHU_HOST_FORMAT, check_host_format, host_name
-
-FORMAT = "hplsim-history"
-FORMAT_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS observations (
-    host TEXT NOT NULL,
-    cpu INTEGER NOT NULL,
-    run_id TEXT NOT NULL,
-    start_time REAL NOT NULL,
-    metric TEXT NOT NULL,
-    value REAL,
-    source TEXT,
-    PRIMARY KEY (host, cpu, run_id, metric)
-);
-"""
-
-
-def is_sqlite(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
-
-
-# ----------------------------------------------------------------------------- CSV
-
-
-def _from_csv(path: Path, host_format: str) -> pd.DataFrame:
-    df = tables.read_csv(path, f"history {path}")
-    if {"host", "run_id"} <= set(df.columns):
-        host, run = df["host"].astype(str), df["run_id"].astype(str)
-    elif {"node", "jobid"} <= set(df.columns):
-        # the Dahu layout numbers nodes from 1: node i+1 is the platform's host dahu-i, the
-        # rule `fit` applies to the same data (--host-format)
-        nodes = pd.to_numeric(df["node"], errors="coerce")
-        if nodes.isna().any() or (nodes != nodes.round()).any():
-            raise HplsimError(f"history {path}: the node column holds values that are not node numbers")
-        host = pd.Series([host_name(host_format, int(v)) for v in nodes], index=df.index, dtype=object)
-        run = df["jobid"].astype(str)
-    else:
-        raise HplsimError(f"history {path}: needs columns host, cpu, run_id, start_time "
-                          "(or the Dahu layout node, cpu, jobid, start_time)")
-    if not {"cpu", "start_time"} <= set(df.columns):
-        raise HplsimError(f"history {path}: missing column cpu or start_time")
-    cpu = pd.to_numeric(df["cpu"], errors="coerce")
-    if cpu.isna().any() or (cpu != cpu.round()).any():
-        bad = int(cpu.isna().sum() + (cpu != cpu.round()).sum())
-        raise HplsimError(f"history {path}: {bad} row(s) without an integer cpu")
-    out = pd.DataFrame({"host": host, "cpu": cpu.astype(int), "run_id": run,
-                        "start_time": pd.to_numeric(df["start_time"], errors="coerce"), "source": str(path)})
-    for col in df.columns:
-        if col in NON_METRICS or col in ("node", "jobid", "cluster"):
-            continue
-        values = pd.to_numeric(df[col], errors="coerce")
-        if values.notna().any():  # text columns (function, expfile_hash) are not metrics
-            out[col] = values
-    return _without_duplicates(out, path)
-
-
-def _without_duplicates(runs: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """A run (host, CPU, run id) listed twice would count twice in every test: identical
-    copies are dropped with a warning, copies that disagree are an error."""
-    key = list(KEY)
-    dup = runs.duplicated(key, keep=False)
-    if not dup.any():
-        return runs
-    copies = runs[dup]
-    same = copies.drop(columns=["source"]).drop_duplicates()
-    if same.duplicated(key).any():
-        h, c, r = same[same.duplicated(key)].iloc[0][key]
-        raise HplsimError(f"history {path}: run {r} of {h} CPU {c} is listed twice with different values")
-    extra = int(runs.duplicated(key).sum())
-    warn(f"history {path}: {extra} duplicated row(s) (same host, CPU and run) counted once")
-    return runs.drop_duplicates(key).reset_index(drop=True)
-
-
-# --------------------------------------------------------------------------- SQLite
+from hplsim.calibrate.history import FORMAT, FORMAT_VERSION, KEY, NON_METRICS, SCHEMA, format_of, is_sqlite
+from hplsim.errors import HplsimError
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -106,52 +20,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     con = sqlite3.connect(path, timeout=60, isolation_level=None)
     con.execute("PRAGMA journal_mode=WAL")
     return con
-
-
-def _format_of(con: sqlite3.Connection) -> dict[str, str] | None:
-    """The meta table of an hplsim history; {} for an empty database, None for another
-    application's database."""
-    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if not tables:
-        return {}
-    if "meta" not in tables:
-        return None
-    return dict(con.execute("SELECT key, value FROM meta").fetchall())
-
-
-def _from_sqlite(path: Path) -> pd.DataFrame:
-    try:
-        # Read-only: reading a history never creates or changes a file.
-        con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=60)
-        try:
-            fmt = _format_of(con)
-            if not fmt or fmt.get("format") != FORMAT:
-                raise HplsimError(f"{path} is an SQLite file but not an hplsim history")
-            long = pd.read_sql_query("SELECT * FROM observations", con)
-        finally:
-            con.close()
-    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
-        raise HplsimError(f"cannot read history {path}: {exc}") from None
-    if int(fmt.get("version", 0)) > FORMAT_VERSION:
-        raise HplsimError(f"{path}: history version {fmt['version']} is newer than this hplsim ({FORMAT_VERSION})")
-    if long.empty:
-        return pd.DataFrame(columns=[*KEY, "start_time", "source"])
-    long["source"] = long["source"].fillna("")
-    # NULL values (not measured) come back as NaN, as empty cells of a CSV.
-    wide = long.set_index([*KEY, "start_time", "source", "metric"])["value"].unstack("metric").reset_index()
-    wide.columns.name = None
-    return wide.astype({"cpu": int})
-
-
-def read_history(path: Path, host_format: str = DAHU_HOST_FORMAT) -> pd.DataFrame:
-    """A history as a table: host, cpu, run_id, start_time, source, then one column per metric.
-
-    `host_format`: the host of a node number, for the Dahu layout (node, jobid)."""
-    check_host_format(host_format)
-    path = Path(path)
-    if not path.is_file():
-        raise HplsimError(f"history {path} does not exist")
-    return _from_sqlite(path) if is_sqlite(path) else _from_csv(path, host_format)
 
 
 def append_runs(path: Path, runs: pd.DataFrame) -> tuple[int, int]:
@@ -174,10 +42,10 @@ def append_runs(path: Path, runs: pd.DataFrame) -> tuple[int, int]:
     added = present = 0
     try:
         con.execute("BEGIN IMMEDIATE")
-        fmt = _format_of(con)
+        fmt = format_of(con)
         if fmt is None or (fmt and fmt.get("format") != FORMAT):
             raise HplsimError(f"{path} is an SQLite file but not an hplsim history")
-        for statement in filter(str.strip, _SCHEMA.split(";")):
+        for statement in filter(str.strip, SCHEMA.split(";")):
             con.execute(statement)
         con.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?), ('version', ?)", (FORMAT, str(FORMAT_VERSION)))
         seen = set()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-# Columns of a history that identify a run rather than measure it.
-KEY = ["host", "cpu", "run_id"]
-NON_METRICS = {*KEY, "start_time", "source"}
+from hplsim.calibrate.history import KEY, NON_METRICS
 
 DEFAULT_METRICS = ["intercept", "mnk", "avg_gflops"]
 

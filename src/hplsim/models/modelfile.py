@@ -16,7 +16,9 @@ from typing import Any, Mapping
 import numpy as np
 import yaml
 
+from hplsim import formats
 from hplsim.errors import HplsimError
+from hplsim.formats import Field, Record
 from hplsim.hpl.kernels import condition_variables, kernel_variables
 
 FORMAT_NAME = "hplsim-model"
@@ -344,48 +346,46 @@ class ModelFile:
 
 
 class _Invalid(Exception):
-    pass
+    """A bad part of the population section (`models.population` raises it with its path)."""
+
+
+_TERMS = "a mapping of term -> coefficient (e.g. mnk: 1.1e-11, intercept: 2e-6)"
+_COEFFICIENT = formats.number(what="a finite number")
 
 
 def _number(value: Any, where: str, nonnegative: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise _Invalid(f"{where}: {value!r} is not a number") from None
-        else:
-            raise _Invalid(f"{where}: {value!r} is not a number")
-    value = float(value)
-    if not math.isfinite(value):
-        raise _Invalid(f"{where}: {value} is not finite")
-    if nonnegative and value < 0:
-        raise _Invalid(f"{where}: negative value {value}")
-    return value
+    try:
+        number = _COEFFICIENT(value)
+    except formats.Invalid as exc:
+        raise formats.FieldError(where, exc.expected, value) from None
+    if nonnegative and number < 0:
+        raise formats.FieldError(where, "a finite number >= 0", value)
+    return number
 
 
 def _only(raw: Mapping, allowed: set[str], where: str) -> None:
+    """The population section's unknown fields (`models.population`)."""
     unknown = set(raw) - allowed
     if unknown:
         raise _Invalid(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
 
 
 def _poly(raw: Any, kernel: str, where: str, kind: str) -> Polynomial:
-    if raw is None:
-        raise _Invalid(f"{where}: missing coefficients")
     if not isinstance(raw, Mapping):
-        raise _Invalid(f"{where}: expected a mapping of term -> coefficient, got {type(raw).__name__}")
+        raise formats.FieldError(where, _TERMS, shown_as=formats.kind_of(raw))
     variables = KERNEL_VARIABLES[kernel]
     coefs: dict[str, float] = {}
     for term, value in raw.items():
         try:
             parse_term(str(term), variables)
         except ValueError as exc:
-            raise _Invalid(f"{where}: {exc}") from None
+            raise formats.FieldError(f"{where}.{term}", f"a term of {kernel}'s sizes {', '.join(variables)} "
+                                     "(e.g. mnk, mn, intercept)", shown_as=str(exc)) from None
         coefs[str(term)] = _number(value, f"{where}.{term}", nonnegative=False)
         if abs(coefs[str(term)]) > MAX_COEFFICIENT:
-            raise _Invalid(f"{where}.{term}: {coefs[str(term)]:g} s is not a plausible coefficient (sizes are at "
-                           f"least 1, so a single call would take more than {MAX_COEFFICIENT:g} s)")
+            raise formats.FieldError(f"{where}.{term}", f"a plausible coefficient, at most {MAX_COEFFICIENT:g} s in "
+                                     "size (sizes are at least 1: a single call would last longer)",
+                                     shown_as=f"{coefs[str(term)]:g} s")
     poly = Polynomial.from_mapping(variables, coefs)
     if kind in ("mean", "sigma"):
         # Cross terms of a polynomial fit may be negative (the published Dahu models have
@@ -394,67 +394,97 @@ def _poly(raw: Any, kernel: str, where: str, kind: str) -> Polynomial:
         # runtime clamps it.
         for exps, coef in poly.terms:
             if coef < 0 and (not any(exps) or sum(exps) == poly.degree):
-                raise _Invalid(f"{where}.{term_name(exps, variables)}: negative coefficient {coef}")
+                raise formats.FieldError(f"{where}.{term_name(exps, variables)}", "a coefficient >= 0 (the constant "
+                                         "and the leading terms: large calls would take negative time)", coef)
     return poly
+
+
+_ANY = Field(lambda v: v, "")  # a part read by its own function below
+#: The parts of the model file (docs/formats/model-file.md), declared once; polynomials are
+#: free mappings of term -> coefficient (`_poly`). Noise and mixture components keep their
+#: old leniency: fields beyond the declared ones are ignored, not refused.
+NOISE = Record({
+    "family": Field(formats.one_of(NOISE_FAMILIES), "one of " + ", ".join(NOISE_FAMILIES), "none",
+                    null_is_absent=False),
+    "sigma": _ANY,
+    "components": _ANY,
+}, name="a mapping with 'family' (and 'sigma', or 'components' for a mixture)", extra=True)
+COMPONENT = Record({
+    "weight": Field(formats.number(minimum=0, what="a finite number >= 0"), "a finite number >= 0", required=True),
+    "shift": Field(lambda v: v, _TERMS, {}, null_is_absent=False),
+    "sigma": _ANY,
+}, name="a mapping with weight, shift, sigma", optional=False, extra=True)
+KERNEL = Record({"mean": _ANY, "noise": _ANY, "pieces": _ANY},
+                name="a mapping with 'mean' (and optionally 'noise', 'pieces')", optional=False)
+PIECE = Record({"when": _ANY, "mean": _ANY, "noise": _ANY},
+               name="a mapping with 'when', 'mean' (and optionally 'noise')", optional=False)
+HOST = Record({"kernels": _ANY, "cpus": _ANY}, name="a mapping with 'kernels' and/or 'cpus'", optional=False)
+CPU = Record({"kernels": _ANY}, name="a mapping with 'kernels'", optional=False, extra=True)
+UNCERTAINTY = Record({
+    "rsd": Field(formats.number(minimum=0, what="a relative standard deviation in [0, 1)"),
+                 "a relative standard deviation in [0, 1)", required=True),
+}, name="a mapping with 'rsd'", optional=False)
+MODEL = Record({
+    "format": Field(formats.exactly(FORMAT_NAME), repr(FORMAT_NAME), required=True),
+    "version": Field(formats.exactly(FORMAT_VERSION, f"{FORMAT_VERSION} (the version this hplsim reads)"),
+                     f"{FORMAT_VERSION} (the version this hplsim reads)", required=True),
+    "description": _ANY, "provenance": _ANY, "default": _ANY, "hosts": _ANY, "population": _ANY,
+    "uncertainty": _ANY,
+}, name="a mapping", optional=False)
 
 
 def _kernel(name: str, raw: Any, where: str) -> KernelModel:
     if name not in KERNEL_VARIABLES:
-        raise _Invalid(f"{where}: unknown kernel {name!r} (known: {', '.join(sorted(KERNEL_VARIABLES))})")
-    if not isinstance(raw, Mapping):
-        raise _Invalid(f"{where}: expected a mapping with 'mean' (and optionally 'noise', 'pieces')")
-    _only(raw, {"mean", "noise", "pieces"}, where)
-    base = _law(name, raw, where)
-    pieces_raw = raw.get("pieces") or []
+        raise formats.FieldError(where, f"a kernel among {', '.join(sorted(KERNEL_VARIABLES))}",
+                                 shown_as=f"unknown kernel {name!r}")
+    doc = formats.check(KERNEL, raw, where)
+    base = _law(name, doc, where)
+    pieces_raw = doc["pieces"] or []
     if not isinstance(pieces_raw, list):
-        raise _Invalid(f"{where}.pieces: expected a list of {{when, mean, noise}}")
+        raise formats.FieldError(f"{where}.pieces", "a list of {when, mean, noise}", shown_as=formats.kind_of(pieces_raw))
     pieces = []
     for i, p in enumerate(pieces_raw):
         pw = f"{where}.pieces[{i}]"
-        if not isinstance(p, Mapping):
-            raise _Invalid(f"{pw}: expected a mapping with 'when', 'mean' (and optionally 'noise')")
-        _only(p, {"when", "mean", "noise"}, pw)
-        when_raw = p.get("when")
+        piece = formats.check(PIECE, p, pw)
+        when_raw = piece["when"]
         texts = when_raw if isinstance(when_raw, list) else [when_raw]
         if not texts or any(not isinstance(t, str) for t in texts):
-            raise _Invalid(f"{pw}.when: expected a condition (\"n > m\") or a list of them")
+            raise formats.FieldError(f"{pw}.when", "a condition (\"n > m\") or a list of them", when_raw,
+                                     shown_as="nothing" if when_raw is None else None)
         try:
             when = tuple(Condition.parse(t, CONDITION_VARIABLES[name]) for t in texts)
         except ValueError as exc:
-            raise _Invalid(f"{pw}.when: {exc}") from None
-        pieces.append(Piece(when, _law(name, p, pw)))
+            raise formats.FieldError(f"{pw}.when", "a condition on the sizes (\"n > m\", \"ld % 512 == 0\")",
+                                     shown_as=str(exc)) from None
+        pieces.append(Piece(when, _law(name, piece, pw)))
     return replace(base, pieces=tuple(pieces)) if pieces else base
 
 
 def _law(name: str, raw: Mapping, where: str) -> KernelModel:
     """The mean and noise of one law (a kernel's, or one of its pieces')."""
     mean = _poly(raw.get("mean"), name, f"{where}.mean", "mean")
-    noise = raw.get("noise") or {"family": "none"}
-    if not isinstance(noise, Mapping):
-        raise _Invalid(f"{where}.noise: expected a mapping")
-    family = noise.get("family", "none")
-    if family not in NOISE_FAMILIES:
-        raise _Invalid(f"{where}.noise.family: unknown family {family!r} (known: {', '.join(NOISE_FAMILIES)})")
+    noise = formats.check(NOISE, raw.get("noise"), f"{where}.noise")
+    family = noise["family"]
     if family == "none":
         return KernelModel(name, mean)
     if family in ("normal", "halfnormal"):
-        sigma = _poly(noise.get("sigma"), name, f"{where}.noise.sigma", "sigma")
+        sigma = _poly(noise["sigma"], name, f"{where}.noise.sigma", "sigma")
         return KernelModel(name, mean, family, sigma=sigma)
-    comps_raw = noise.get("components")
+    comps_raw = noise["components"]
     if not isinstance(comps_raw, list) or not comps_raw:
-        raise _Invalid(f"{where}.noise.components: a mixture needs a non-empty list of components")
+        raise formats.FieldError(f"{where}.noise.components", "a non-empty list of components (weight, shift, "
+                                 "sigma) for a mixture", comps_raw, shown_as=None if comps_raw else formats.kind_of(comps_raw))
     comps = []
     for i, c in enumerate(comps_raw):
         cw = f"{where}.noise.components[{i}]"
-        if not isinstance(c, Mapping):
-            raise _Invalid(f"{cw}: expected a mapping with weight, shift, sigma")
-        weight = _number(c.get("weight"), f"{cw}.weight", nonnegative=True)
-        shift = _poly(c.get("shift", {}), name, f"{cw}.shift", "shift")
-        sigma = _poly(c.get("sigma"), name, f"{cw}.sigma", "sigma")
-        comps.append(Component(weight, shift, sigma))
+        comp = formats.check(COMPONENT, c, cw)
+        shift = _poly(comp["shift"], name, f"{cw}.shift", "shift")
+        sigma = _poly(comp["sigma"], name, f"{cw}.sigma", "sigma")
+        comps.append(Component(comp["weight"], shift, sigma))
     total = sum(c.weight for c in comps)
     if not math.isclose(total, 1.0, rel_tol=1e-6, abs_tol=1e-6):
-        raise _Invalid(f"{where}.noise.components: weights sum to {total}, not 1")
+        raise formats.FieldError(f"{where}.noise.components", "weights that sum to 1",
+                                 shown_as=f"weights sum to {total}")
     return KernelModel(name, mean, "mixture", components=tuple(comps))
 
 
@@ -462,48 +492,38 @@ def _kernels(raw: Any, where: str) -> dict[str, KernelModel]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise _Invalid(f"{where}: expected a mapping of kernel name -> model")
+        raise formats.FieldError(where, "a mapping of kernel name -> model", shown_as=formats.kind_of(raw))
     return {str(k): _kernel(str(k), v, f"{where}.{k}") for k, v in raw.items()}
 
 
 def _host(raw: Any, where: str) -> HostModel:
-    if not isinstance(raw, Mapping):
-        raise _Invalid(f"{where}: expected a mapping with 'kernels' and/or 'cpus'")
-    _only(raw, {"kernels", "cpus"}, where)
-    cpus_raw = raw.get("cpus") or []
+    doc = formats.check(HOST, raw, where)
+    cpus_raw = doc["cpus"] or []
     if not isinstance(cpus_raw, list):
-        raise _Invalid(f"{where}.cpus: expected a list (one entry per CPU)")
-    cpus = []
-    for i, c in enumerate(cpus_raw):
-        if not isinstance(c, Mapping):
-            raise _Invalid(f"{where}.cpus[{i}]: expected a mapping with 'kernels'")
-        cpus.append(_kernels(c.get("kernels"), f"{where}.cpus[{i}].kernels"))
-    return HostModel(_kernels(raw.get("kernels"), f"{where}.kernels"), cpus)
+        raise formats.FieldError(f"{where}.cpus", "a list (one entry per CPU)", shown_as=formats.kind_of(cpus_raw))
+    cpus = [_kernels(formats.check(CPU, c, f"{where}.cpus[{i}]")["kernels"], f"{where}.cpus[{i}].kernels")
+            for i, c in enumerate(cpus_raw)]
+    return HostModel(_kernels(doc["kernels"], f"{where}.kernels"), cpus)
 
 
 def model_from_dict(doc: Any, source: str = "<model>") -> ModelFile:
+    where = f"model file {source}"
     try:
-        if not isinstance(doc, Mapping):
-            raise _Invalid("top level must be a mapping")
-        if doc.get("format") != FORMAT_NAME:
-            raise _Invalid(f"'format' must be {FORMAT_NAME!r}")
-        if doc.get("version") != FORMAT_VERSION:
-            raise _Invalid(f"unsupported 'version' {doc.get('version')!r} (this hplsim reads {FORMAT_VERSION})")
-        unknown = set(doc) - {"format", "version", "description", "provenance", "default", "hosts", "population",
-                              "uncertainty"}
-        if unknown:
-            raise _Invalid(f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
-        default = _host(doc["default"], "default") if doc.get("default") is not None else None
-        hosts_raw = doc.get("hosts") or {}
+        top = formats.check(MODEL, doc)
+        default = _host(top["default"], "default") if top["default"] is not None else None
+        hosts_raw = top["hosts"] or {}
         if not isinstance(hosts_raw, Mapping):
-            raise _Invalid("hosts: expected a mapping of host name -> model")
+            raise formats.FieldError("hosts", "a mapping of host name -> model", shown_as=formats.kind_of(hosts_raw))
         hosts = {str(h): _host(v, f"hosts.{h}") for h, v in hosts_raw.items()}
         if default is None and not hosts:
-            raise _Invalid("neither a 'default' entry nor any host")
-        population = _population(doc.get("population"))
-        uncertainty = _uncertainty(doc.get("uncertainty"))
+            raise formats.FieldError("", "a 'default' entry or at least one host",
+                                     shown_as="neither a 'default' entry nor any host")
+        population = _population(top["population"])
+        uncertainty = _uncertainty(top["uncertainty"])
+    except formats.FieldError as exc:
+        raise exc.at(where) from None
     except _Invalid as exc:
-        raise HplsimError(f"invalid model file {source}: {exc}") from None
+        raise HplsimError(f"{where}: {exc}") from None
     return ModelFile(default, hosts, str(doc.get("description") or ""), doc.get("provenance"), population,
                      uncertainty)
 
@@ -513,18 +533,16 @@ def _uncertainty(raw: Any) -> dict[str, float]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise _Invalid("uncertainty: expected a mapping of kernel name -> {rsd: value}")
+        raise formats.FieldError("uncertainty", "a mapping of kernel name -> {rsd: value}", shown_as=formats.kind_of(raw))
     out = {}
     for k, v in raw.items():
         where = f"uncertainty.{k}"
         if str(k) not in KERNEL_VARIABLES:
-            raise _Invalid(f"{where}: unknown kernel {k!r}")
-        if not isinstance(v, Mapping):
-            raise _Invalid(f"{where}: expected a mapping with 'rsd'")
-        _only(v, {"rsd"}, where)
-        rsd = _number(v.get("rsd"), f"{where}.rsd", nonnegative=True)
+            raise formats.FieldError(where, f"a kernel among {', '.join(sorted(KERNEL_VARIABLES))}",
+                                     shown_as=f"unknown kernel {k!r}")
+        rsd = formats.check(UNCERTAINTY, v, where)["rsd"]
         if rsd >= 1:
-            raise _Invalid(f"{where}.rsd: {rsd} is not a relative standard deviation below 1")
+            raise formats.FieldError(f"{where}.rsd", "a relative standard deviation in [0, 1)", v["rsd"])
         out[str(k)] = rsd
     return out
 
@@ -535,7 +553,8 @@ def _population(raw: Any) -> dict[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping) or not raw:
-        raise _Invalid("population: expected a mapping of kernel name -> population law")
+        raise formats.FieldError("population", "a non-empty mapping of kernel name -> population law", raw,
+                                 shown_as=None if isinstance(raw, Mapping) else formats.kind_of(raw))
     return {str(k): population_from_dict(str(k), v, f"population.{k}") for k, v in raw.items()}
 
 
@@ -550,7 +569,7 @@ def load_model(path: Path) -> ModelFile:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise HplsimError(f"invalid model file {path}: not valid YAML/JSON{where}") from None
+        raise HplsimError(f"model file {path}: not valid YAML/JSON{where}") from None
     return model_from_dict(doc, str(path))
 
 

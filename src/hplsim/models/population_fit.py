@@ -2,7 +2,7 @@
 
 Input: one row per (host, CPU, run) with the run's M-1/N-2 summary of dgemm (intercept,
 mnk, intercept_residual, mnk_residual: the published Dahu history, or our archives through
-`hplsim.check.summary`). On the log scale the rows follow a crossed random-effects model,
+`hplsim.calibrate.run_summary`). On the log scale the rows follow a crossed random-effects model,
 CPU x run (docs/population.md):
 
     y[c, r] = center + b[c] + d[r] + e[c, r]
@@ -45,8 +45,8 @@ def read_population_data(paths: Sequence[Path]) -> pd.DataFrame:
     """History files (CSV or SQLite) and dgemm calibration archives -> one table of runs."""
     import zipfile
 
-    from hplsim.check.history import read_history
-    from hplsim.check.summary import summarise_archive
+    from hplsim.calibrate.history import read_history
+    from hplsim.calibrate.run_summary import summarise_archive
 
     frames = []
     for path in map(Path, paths):
@@ -167,9 +167,9 @@ def _group_mean(x: np.ndarray, g: np.ndarray, n: int) -> np.ndarray:
 def noise_shape(calls: pd.DataFrame, seed: int = 0) -> tuple[tuple[float, float, float], ...]:
     """The within-run noise of dgemm calls as a Gaussian mixture of residuals in units of
     the history's σ: each (source, host, CPU, run) summarised as the history is (M-1 mean,
-    σ = the |residual| line x sqrt(pi/2), `check.summary.summarise_calls`), its residuals
+    σ = the |residual| line x sqrt(pi/2), `calibrate.run_summary.summarise_calls`), its residuals
     divided by that σ, pooled, and fitted by a mixture (components by BIC), recentred on 0."""
-    from hplsim.check.summary import summarise_calls
+    from hplsim.calibrate.run_summary import summarise_calls
     from hplsim.models.noise import fit_mixture_1d
 
     keys = [k for k in ("source", "host", "cpu", "run") if k in calls and calls[k].notna().any()]

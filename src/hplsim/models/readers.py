@@ -17,7 +17,6 @@ name. The default, ``dahu-{node-1}.grid5000.fr``, is the rule of the data's READ
 
 from __future__ import annotations
 
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +27,10 @@ import pandas as pd
 
 from hplsim import tables
 from hplsim.calibrate.archive import read_archive
+from hplsim.calibrate.hostnames import DAHU_HOST_FORMAT, check_host_format, host_name
 from hplsim.errors import HplsimError
 from hplsim.hpl.kernels import routine_names, sided, size_columns
 
-DAHU_HOST_FORMAT = "dahu-{node-1}.grid5000.fr"
 KERNEL_COLUMNS = ["kernel", "m", "n", "k", "duration", "host", "cpu"]
 #: the sizes and conditions a kernel call may carry (the table of kernels')
 _SIZE_COLUMNS = size_columns()
@@ -47,7 +46,6 @@ _NETWORK_ALIASES = {"operation": "operation", "experiment": "operation", "op": "
                     "msg_size": "size", "duration": "duration", "cluster": "cluster", "host": "host"}
 _EXPECTED = ("kernel calls need m, n, duration (and k, function, host, cpu or node as the kernel and data "
              "allow); MPI measurements need operation|experiment, size|msg_size, duration")
-_HOST_FIELD = re.compile(r"\{node(?:\s*([+-])\s*(\d+))?\}")
 
 
 @dataclass
@@ -56,22 +54,6 @@ class Measurements:
     network: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=NETWORK_COLUMNS))
     sources: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)  # source -> archive metadata
-
-
-def host_name(template: str, node: int) -> str:
-    """``dahu-{node-1}.grid5000.fr`` with node 5 -> ``dahu-4.grid5000.fr``."""
-
-    def repl(m: re.Match) -> str:
-        offset = int(m.group(2) or 0) * (-1 if m.group(1) == "-" else 1)
-        return str(int(node) + offset)
-
-    return _HOST_FIELD.sub(repl, template)
-
-
-def check_host_format(template: str) -> str:
-    if not _HOST_FIELD.search(template):
-        raise HplsimError(f"host format {template!r} has no {{node}} field (e.g. 'dahu-{{node-1}}.grid5000.fr')")
-    return template
 
 
 # ------------------------------------------------------------------------ tables

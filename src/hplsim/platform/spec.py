@@ -18,7 +18,9 @@ from xml.sax.saxutils import quoteattr
 
 import yaml
 
+from hplsim import formats
 from hplsim.errors import HplsimError
+from hplsim.formats import Field, Invalid, Record
 
 FORMAT_NAME = "hplsim-platform"
 SHARING_POLICIES = ("SHARED", "SPLITDUPLEX", "FATPIPE")
@@ -26,36 +28,70 @@ TOPOLOGIES = ("star", "fat-tree")
 PLACEMENTS = ("block", "cyclic")
 
 _UNIT_RE = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
-_BW_UNITS = {"Bps": 1.0, "kBps": 1e3, "KBps": 1e3, "MBps": 1e6, "GBps": 1e9, "TBps": 1e12,
-             "KiBps": 2**10, "MiBps": 2**20, "GiBps": 2**30, "TiBps": 2**40,
-             "bps": 0.125, "kbps": 125.0, "Kbps": 125.0, "Mbps": 1.25e5, "Gbps": 1.25e8, "Tbps": 1.25e11}
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0, "h": 3600.0}
 
 
-def parse_quantity(value: Any, units: dict[str, float], what: str, bare: bool = False) -> float:
-    """``"12.5GBps"`` -> 1.25e10 (bytes/s), ``"1us"`` -> 1e-6 (s).
+@dataclass(frozen=True)
+class Quantity:
+    """A physical quantity of the spec: its name in errors, an example, its units (factor
+    to bytes/s or seconds)."""
 
-    A number without a unit is refused (is 10 a bandwidth in B/s, in Gbps, or a factor as
-    in a sweep's variations?), except 0 and where SimGrid's own XML is read (`bare`:
-    SimGrid takes it in B/s or s)."""
+    kind: str
+    example: str
+    units: Mapping[str, float]
+
+
+BANDWIDTH = Quantity("bandwidth", "12.5GBps (bytes/s) or 100Gbps (bits/s)", {
+    "Bps": 1.0, "kBps": 1e3, "KBps": 1e3, "MBps": 1e6, "GBps": 1e9, "TBps": 1e12,
+    "KiBps": 2**10, "MiBps": 2**20, "GiBps": 2**30, "TiBps": 2**40,
+    "bps": 0.125, "kbps": 125.0, "Kbps": 125.0, "Mbps": 1.25e5, "Gbps": 1.25e8, "Tbps": 1.25e11})
+TIME = Quantity("time", "1us or 0.5ms", {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0,
+                                         "h": 3600.0})
+
+
+def _quantity(value: Any, q: Quantity, bare: bool = False) -> float:
+    """A non-negative finite quantity in bytes/s or seconds, or `formats.Invalid`."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         number, unit = float(value), ""
     else:
         m = _UNIT_RE.match(str(value))
         if not m:
-            raise HplsimError(f"platform: {what} {value!r} is not a quantity like 12.5GBps or 1us")
+            raise Invalid(f"a {q.kind} like {q.example}")
         number, unit = float(m.group(1)), m.group(2)
-    if unit and unit not in units:
-        raise HplsimError(f"platform: unknown unit {unit!r} in {what} {value!r} (known: {', '.join(units)})")
+    if unit and unit not in q.units:
+        raise Invalid(f"a unit among {', '.join(q.units)}", got=f"unknown unit {unit!r} in {value!r}")
     if not unit and number != 0 and not bare:
-        example = "12.5GBps (bytes/s) or 100Gbps (bits/s)" if "Bps" in units else "1us or 0.5ms"
-        raise HplsimError(f"platform: {what} {value!r} has no unit: write it with one, e.g. {example}")
-    result = number * units.get(unit, 1.0)
+        raise Invalid(f"a {q.kind} with its unit, e.g. {q.example}", got=f"{value!r}, which has no unit")
+    result = number * q.units.get(unit, 1.0)
     if not math.isfinite(result):
-        raise HplsimError(f"platform: {what} {value!r} is not finite")
+        raise Invalid(f"a finite {q.kind}")
     if result < 0:
-        raise HplsimError(f"platform: {what} must not be negative, got {value!r}")
+        raise Invalid(f"a {q.kind} that is not negative")
     return result
+
+
+def parse_quantity(value: Any, q: Quantity, what: str, bare: bool = False) -> float:
+    """``"12.5GBps"`` -> 1.25e10 (bytes/s), ``"1us"`` -> 1e-6 (s); `what` names the value
+    (the option, or the file and field) in an error.
+
+    A number without a unit is refused (is 10 a bandwidth in B/s, in Gbps, or a factor as
+    in a sweep's variations?), except 0 and where SimGrid's own XML is read (`bare`:
+    SimGrid takes it in B/s or s)."""
+    try:
+        return _quantity(value, q, bare)
+    except Invalid as exc:
+        raise formats.error(what, "", exc.expected, value, shown_as=exc.got) from None
+
+
+def quantity_field(q: Quantity, positive: bool = False) -> formats.Converter:
+    """A spec field's converter: a quantity with its unit (> 0 when `positive`)."""
+
+    def convert(value: Any) -> float:
+        result = _quantity(value, q)
+        if positive and result <= 0:
+            raise Invalid(f"a positive {q.kind}")
+        return result
+
+    return convert
 
 
 def bandwidth(value: Any, what: str, bare: bool = False) -> float:
@@ -63,11 +99,11 @@ def bandwidth(value: Any, what: str, bare: bool = False) -> float:
 
     >>> bandwidth("12.5GBps", "network.bandwidth"), bandwidth("100Gbps", "network.bandwidth")
     (12500000000.0, 12500000000.0)
-    >>> bandwidth("10", "network.bandwidth")
+    >>> bandwidth("10", "--bandwidth")
     Traceback (most recent call last):
-    hplsim.errors.HplsimError: platform: network.bandwidth '10' has no unit: write it with one, e.g. 12.5GBps (bytes/s) or 100Gbps (bits/s)
+    hplsim.errors.HplsimError: --bandwidth: expected a bandwidth with its unit, e.g. 12.5GBps (bytes/s) or 100Gbps (bits/s), got '10', which has no unit
     """
-    return parse_quantity(value, _BW_UNITS, what, bare)
+    return parse_quantity(value, BANDWIDTH, what, bare)
 
 
 def duration(value: Any, what: str, bare: bool = False) -> float:
@@ -76,7 +112,7 @@ def duration(value: Any, what: str, bare: bool = False) -> float:
     >>> duration("1us", "network.latency"), duration("0.5ms", "network.latency")
     (1e-06, 0.0005)
     """
-    return parse_quantity(value, _TIME_UNITS, what, bare)
+    return parse_quantity(value, TIME, what, bare)
 
 
 @dataclass
@@ -181,53 +217,93 @@ class PlatformSpec:
 _PIECEWISE_ARITY = {"smpi/bw-factor": 2, "smpi/lat-factor": 2, "smpi/os": 3, "smpi/or": 3, "smpi/ois": 3}
 
 
-def check_smpi_option(key: str, value: str, source: str) -> None:
-    arity = _PIECEWISE_ARITY.get(key)
-    if arity is None:
-        return
-    shape = "size:factor" if arity == 2 else "size:offset:per_byte"
+def _smpi_options(value: Any) -> dict[str, str]:
+    """The spec's smpi: mapping (SimGrid option -> value), each value printable and, for the
+    piecewise options, well formed."""
+    if not value:
+        return {}
+    if not isinstance(value, Mapping):
+        raise Invalid("a mapping of SimGrid options", got=type(value).__name__)
+    for key, option in value.items():
+        if not str(key).isprintable() or not str(option).isprintable() or option is None:
+            raise Invalid("a printable value", at=key)
+        arity = _PIECEWISE_ARITY.get(str(key))
+        if arity is not None and not _piecewise_ok(str(option), arity):
+            shape = "size:factor" if arity == 2 else "size:offset:per_byte"
+            raise Invalid(f"a ';'-separated list of {shape}", at=key)
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _piecewise_ok(value: str, arity: int) -> bool:
     for entry in value.split(";"):
         parts = entry.split(":")
         try:
-            ok = len(parts) == arity and all(math.isfinite(float(x)) for x in parts)
+            if len(parts) != arity or not all(math.isfinite(float(x)) for x in parts):
+                return False
         except ValueError:
-            ok = False
-        if not ok:
-            raise HplsimError(f"platform {source}: {key} must be a ';'-separated list of {shape}, got {value!r}")
+            return False
+    return True
 
 
-_SPEC_FIELDS = {
-    "format", "version", "name", "nodes", "cores_per_node", "ranks_per_node", "placement",
-    "host_prefix", "host_suffix", "network", "smpi", "mpi",
-}
-_MPI_FIELDS = {"iprobe_reports"}
 #: arrived: MPI_Iprobe reports any message already sent (SMPI's own semantics);
 #: progressed: only a message that had arrived by the rank's previous MPI call (Open MPI's ob1)
 IPROBE_REPORTS = ("arrived", "progressed")
-_NETWORK_FIELDS = {
-    "topology", "bandwidth", "latency", "sharing_policy", "loopback_bandwidth", "loopback_latency",
-    "backbone_bandwidth", "backbone_latency", "limiter_bandwidth", "fat_tree",
-}
+_XML_SAFE = "<>&\"'"
 
 
-def _positive_int(doc: Mapping, key: str, default: int | None = None) -> int | None:
-    value = doc.get(key)
-    if value is None:  # absent, or written as null: the default
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HplsimError(f"platform: {key} must be a positive integer, got {value!r}")
-    return value
+def _present(convert: formats.Converter) -> formats.Converter:
+    """An optional field given as null, 0 or '' is absent (the spec always read it so)."""
+    return lambda value: convert(value) if value else None
 
 
-def _section(doc: Mapping, key: str, fields: set[str], source: str) -> Mapping:
-    """A sub-mapping of the spec (network, mpi), its fields checked."""
-    section = doc.get(key) or {}
-    if not isinstance(section, Mapping):
-        raise HplsimError(f"platform spec {source}: '{key}' must be a mapping")
-    unknown = set(section) - fields
-    if unknown:
-        raise HplsimError(f"platform spec {source}: unknown {key} field(s) {', '.join(sorted(map(str, unknown)))}")
-    return section
+def _bandwidth_field(default: float | None) -> Field:
+    return Field(quantity_field(BANDWIDTH, positive=True), "a positive bandwidth with its unit", default,
+                 unit="B/s", null_is_absent=default is None)
+
+
+def _latency_field(default: float | None) -> Field:
+    return Field(quantity_field(TIME), "a non-negative time with its unit", default, unit="s",
+                 null_is_absent=default is None)
+
+
+def _named(default: str, doc: str) -> Field:
+    return Field(formats.text(_XML_SAFE, "printable text without < > & \" '"), "printable text without < > & \" '",
+                 default, doc=doc, null_is_absent=False)
+
+
+#: The platform spec (docs/formats/platform.md), declared once: every field, its type, unit
+#: and default. `null_is_absent=False`: the field's null is refused (only optional
+#: quantities and counts take null for their default).
+SPEC = Record({
+    "format": Field(formats.exactly(FORMAT_NAME), repr(FORMAT_NAME), FORMAT_NAME, null_is_absent=False),
+    "version": Field(lambda v: v, "any value (not read)"),
+    "name": _named("cluster", "the SimGrid cluster's id"),
+    "nodes": Field(formats.integer(1), "a positive integer", required=True),
+    "cores_per_node": Field(formats.integer(1), "a positive integer", 1),
+    "ranks_per_node": Field(formats.integer(1), "a positive integer", None),
+    "placement": Field(formats.one_of(PLACEMENTS), "one of " + ", ".join(PLACEMENTS), "block", null_is_absent=False),
+    "host_prefix": _named("node-", "host names are prefix + index + suffix"),
+    "host_suffix": _named("", "host names are prefix + index + suffix"),
+    "network": Record({
+        "topology": Field(formats.one_of(TOPOLOGIES), "one of " + ", ".join(TOPOLOGIES), "star",
+                          null_is_absent=False),
+        "bandwidth": _bandwidth_field(12.5e9),
+        "latency": _latency_field(1e-6),
+        "sharing_policy": Field(formats.one_of(SHARING_POLICIES, str.upper), "one of " + ", ".join(SHARING_POLICIES),
+                                "SPLITDUPLEX", null_is_absent=False),
+        "loopback_bandwidth": _bandwidth_field(None),
+        "loopback_latency": _latency_field(None),
+        "backbone_bandwidth": _bandwidth_field(None),
+        "backbone_latency": _latency_field(None),
+        "limiter_bandwidth": _bandwidth_field(None),
+        "fat_tree": Field(_present(str), "SimGrid's FAT_TREE topo_parameters", None),
+    }, name="a mapping of network fields"),
+    "smpi": Field(_smpi_options, "a mapping of SimGrid options", {}),
+    "mpi": Record({
+        "iprobe_reports": Field(formats.one_of(IPROBE_REPORTS), "one of " + ", ".join(IPROBE_REPORTS), "arrived",
+                                null_is_absent=False),
+    }, name="a mapping of MPI behaviours"),
+}, name="a mapping of platform fields", optional=False)
 
 
 def fat_tree_leaves(params: str, where: str) -> int:
@@ -258,81 +334,29 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
     ['node-0', 'node-0', 'node-1', 'node-1']
     >>> spec_from_dict({"nodes": 2, "cores": 2})
     Traceback (most recent call last):
-    hplsim.errors.HplsimError: platform spec <spec>: unknown field(s) cores
+    hplsim.errors.HplsimError: platform spec <spec>: expected only the fields format, version, name, nodes, cores_per_node, ranks_per_node, placement, host_prefix, host_suffix, network, smpi, mpi, got unknown field(s) cores
     """
-    if not isinstance(doc, Mapping):
-        raise HplsimError(f"platform spec {source}: top level must be a mapping")
-    if doc.get("format", FORMAT_NAME) != FORMAT_NAME:
-        raise HplsimError(f"platform spec {source}: 'format' must be {FORMAT_NAME!r}")
-    unknown = set(doc) - _SPEC_FIELDS
-    if unknown:
-        raise HplsimError(f"platform spec {source}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
-    if doc.get("nodes") is None:
-        raise HplsimError(f"platform spec {source}: 'nodes' is required")
-    net = _section(doc, "network", _NETWORK_FIELDS, source)
-    topology = net.get("topology", "star")
-    if topology not in TOPOLOGIES:
-        raise HplsimError(f"platform spec {source}: topology must be one of {', '.join(TOPOLOGIES)}")
-    if topology == "fat-tree" and not net.get("fat_tree"):
-        raise HplsimError(f"platform spec {source}: a fat-tree needs 'fat_tree' (SimGrid topo_parameters)")
-    policy = str(net.get("sharing_policy", "SPLITDUPLEX")).upper()
-    if policy not in SHARING_POLICIES:
-        raise HplsimError(f"platform spec {source}: sharing_policy must be one of {', '.join(SHARING_POLICIES)}")
-    placement = doc.get("placement", "block")
-    if placement not in PLACEMENTS:
-        raise HplsimError(f"platform spec {source}: placement must be one of {', '.join(PLACEMENTS)}")
-    smpi = doc.get("smpi") or {}
-    if not isinstance(smpi, Mapping):
-        raise HplsimError(f"platform spec {source}: 'smpi' must be a mapping of SimGrid options")
-
-    for key, value in smpi.items():
-        if not str(key).isprintable() or not str(value).isprintable() or value is None:
-            raise HplsimError(f"platform spec {source}: smpi option {key!r}: {value!r} is not a printable value")
-        check_smpi_option(str(key), str(value), source)
-    mpi = _section(doc, "mpi", _MPI_FIELDS, source)
-    iprobe_reports = str(mpi.get("iprobe_reports", "arrived"))
-    if iprobe_reports not in IPROBE_REPORTS:
-        raise HplsimError(f"platform spec {source}: mpi: iprobe_reports must be one of {', '.join(IPROBE_REPORTS)}")
-
-    def opt(key: str, conv) -> float | None:
-        return conv(net[key], key) if net.get(key) is not None else None
-
-    for key in ("name", "host_prefix", "host_suffix"):
-        text = str(doc.get(key, ""))
-        if not text.isprintable() or any(c in text for c in "<>&\"'"):
-            raise HplsimError(f"platform spec {source}: {key} {text!r} may hold only printable characters "
-                              "other than < > & \" '")
-    spec = PlatformSpec(
-        nodes=_positive_int(doc, "nodes"),
-        cores_per_node=_positive_int(doc, "cores_per_node", 1),
-        ranks_per_node=_positive_int(doc, "ranks_per_node"),
-        placement=placement,
-        host_prefix=str(doc.get("host_prefix", "node-")),
-        host_suffix=str(doc.get("host_suffix", "")),
-        topology=topology,
-        bandwidth=bandwidth(net.get("bandwidth", "12.5GBps"), "bandwidth"),
-        latency=duration(net.get("latency", "1us"), "latency"),
-        sharing_policy=policy,
-        loopback_bandwidth=opt("loopback_bandwidth", bandwidth),
-        loopback_latency=opt("loopback_latency", duration),
-        backbone_bandwidth=opt("backbone_bandwidth", bandwidth),
-        backbone_latency=opt("backbone_latency", duration),
-        limiter_bandwidth=opt("limiter_bandwidth", bandwidth),
-        fat_tree=str(net["fat_tree"]) if net.get("fat_tree") else None,
-        smpi={str(k): str(v) for k, v in smpi.items()},
-        name=str(doc.get("name", "cluster")),
-        iprobe_reports=iprobe_reports,
+    where = f"platform spec {source}"
+    d = formats.read(SPEC, doc, where)
+    net = d["network"]
+    if net["topology"] == "fat-tree":
+        if not net["fat_tree"]:
+            raise formats.error(where, "network.fat_tree", "SimGrid's topo_parameters (a fat-tree needs 'fat_tree')",
+                                shown_as="nothing")
+        leaves = fat_tree_leaves(net["fat_tree"], where)
+        if leaves != d["nodes"]:
+            raise formats.error(where, "network.fat_tree", f"a fat-tree whose leaves (the product of its down "
+                                f"counts) are the platform's {d['nodes']} nodes", net["fat_tree"],
+                                shown_as=f"{net['fat_tree']!r}, which has {leaves} leaves")
+    return PlatformSpec(
+        nodes=d["nodes"], cores_per_node=d["cores_per_node"], ranks_per_node=d["ranks_per_node"],
+        placement=d["placement"], host_prefix=d["host_prefix"], host_suffix=d["host_suffix"],
+        topology=net["topology"], bandwidth=net["bandwidth"], latency=net["latency"],
+        sharing_policy=net["sharing_policy"], loopback_bandwidth=net["loopback_bandwidth"],
+        loopback_latency=net["loopback_latency"], backbone_bandwidth=net["backbone_bandwidth"],
+        backbone_latency=net["backbone_latency"], limiter_bandwidth=net["limiter_bandwidth"],
+        fat_tree=net["fat_tree"], smpi=d["smpi"], name=d["name"], iprobe_reports=d["mpi"]["iprobe_reports"],
     )
-    for key in ("bandwidth", "loopback_bandwidth", "backbone_bandwidth", "limiter_bandwidth"):
-        value = getattr(spec, key)
-        if value is not None and value <= 0:
-            raise HplsimError(f"platform spec {source}: {key} must be positive, got {net.get(key)!r}")
-    if spec.topology == "fat-tree":
-        leaves = fat_tree_leaves(spec.fat_tree or "", f"platform spec {source}")
-        if leaves != spec.nodes:
-            raise HplsimError(f"platform spec {source}: fat_tree {spec.fat_tree!r} has {leaves} leaves "
-                              f"(the product of its down counts) but the platform has {spec.nodes} nodes")
-    return spec
 
 
 # ------------------------------------------------------------------ existing SimGrid XML
@@ -412,12 +436,12 @@ def _check_xml_links(root: ET.Element, source: str) -> None:
         name = f"<{el.tag} id={el.get('id', '?')!r}>"
         for attr in _XML_BANDWIDTHS.get(el.tag, ()):
             if el.get(attr) is not None:
-                value = bandwidth(el.get(attr), f"{name} {attr}", bare=True)
+                value = bandwidth(el.get(attr), f"platform {source}: {name} {attr}", bare=True)
                 if value <= 0:
                     raise HplsimError(f"platform {source}: {name} {attr}={el.get(attr)!r}: a bandwidth must be positive")
         for attr in _XML_LATENCIES.get(el.tag, ()):
             if el.get(attr) is not None:
-                duration(el.get(attr), f"{name} {attr}", bare=True)
+                duration(el.get(attr), f"platform {source}: {name} {attr}", bare=True)
 
 
 def platform_from_xml(xml_text: str, source: str, ranks_per_host: int | None = None) -> Platform:

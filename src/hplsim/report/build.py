@@ -93,7 +93,7 @@ def section_of(path: Path, kind: str, model: Path | None) -> Section:
 
         return sweep_section(load_runs(path), str(path))
     if kind == "check":
-        from hplsim.check.history import read_history
+        from hplsim.calibrate.history import read_history
         from hplsim.report.check_figures import check_section
 
         return check_section(read_history(path), str(path))

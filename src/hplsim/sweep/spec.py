@@ -2,7 +2,10 @@
 
 Parsing only checks and normalises; nothing is expanded or written here (see `plan`).
 Every problem is reported with the path of the offending field, e.g.
-``sweep spec s.yaml: hpl.nb[1]: 'x' is not an integer``.
+``sweep spec s.yaml: hpl.nb[1]: 'x' is not an integer``. The top level, the platform and
+model sections and their variations are declared once (`SPEC`, `PLATFORM_SECTION`,
+`PLATFORM_VARIATION`, `MODEL_SECTION`, `MODEL_VARIATION`) and read by `hplsim.formats`:
+``sweep spec s.yaml: model.variations[0].speed: expected a positive speed factor …, got 0``.
 """
 
 from __future__ import annotations
@@ -16,22 +19,17 @@ from typing import Any, Mapping
 
 import yaml
 
+from hplsim import formats
 from hplsim.errors import HplsimError
+from hplsim.formats import Field, Invalid, Record
 from hplsim.hpl.config import HplParams
 from hplsim.hpl.hpldat import read_hpl_dat
 from hplsim.hpl.parameters import LOOP_ORDER, PARAMETER, SINGLE
-from hplsim.platform.spec import IPROBE_REPORTS
+from hplsim.platform.spec import IPROBE_REPORTS, SHARING_POLICIES, TOPOLOGIES
 
 #: HPL parameters a spec may list, in the order the sweep loops over them (HPL's own
 #: loop order first, then what HPL.dat only takes one value of); the grid is apart.
 HPL_AXES = (*(p.name for p in LOOP_ORDER if p.list_field != "grids"), *(p.name for p in SINGLE))
-_TOP_FIELDS = {"name", "description", "hpl", "ranks", "seeds", "platform", "model", "timeout"}
-_PLATFORM_FIELDS = {"path", "ranks_per_host", "variations"}
-_PLATFORM_VARIATION_FIELDS = {"name", "bandwidth", "latency", "loopback_bandwidth", "nodes", "topology",
-                              "fat_tree", "sharing_policy", "iprobe_reports"}
-_MODEL_FIELDS = {"path", "variations"}
-_MODEL_VARIATION_FIELDS = {"name", "speed", "drop_slowest", "noise", "spatial_variability", "temporal_variability",
-                           "noise_family"}
 MAX_VALUES = 10_000  # per list: a typo in a range should fail here, not fill the disk
 
 
@@ -60,7 +58,7 @@ class PlatformVariation:
 
     @property
     def is_base(self) -> bool:
-        return all(getattr(self, f) is None for f in _PLATFORM_VARIATION_FIELDS - {"name"})
+        return all(getattr(self, f) is None for f in PLATFORM_VARIATION.fields if f != "name")
 
 
 @dataclass(frozen=True)
@@ -242,33 +240,139 @@ def _ranks(raw: Any, source: str, where: str) -> tuple[int | None, ...]:
     return tuple(dict.fromkeys(_int(v, source, where, 1) for v in _values(raw, source, where)))
 
 
-def _mapping(raw: Any, source: str, where: str, allowed: set[str]) -> Mapping:
-    if not isinstance(raw, Mapping):
-        raise _fail(source, where, "expected a mapping")
-    unknown = set(map(str, raw)) - allowed
-    if unknown:
-        raise _fail(source, where, f"unknown field(s) {', '.join(sorted(unknown))} "
-                                   f"(known: {', '.join(sorted(allowed))})")
+def _file(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw:
+        raise Invalid("a file path")
     return raw
 
 
-def _path(raw: Any, base: Path, source: str, where: str) -> Path:
-    if not isinstance(raw, str) or not raw:
-        raise _fail(source, where, f"{raw!r} is not a file path")
+def _existing(raw: str, base: Path, source: str, where: str) -> Path:
     path = Path(raw).expanduser()
     path = path if path.is_absolute() else base / path  # relative to the spec's directory
     if not path.exists():
-        raise _fail(source, where, f"file {path} does not exist")
+        raise formats.error(f"sweep spec {source}", where, "an existing file (a relative path starts at the spec's "
+                            "folder)", shown_as=f"{raw!r} ({path} does not exist)")
     return path
 
 
-def _factor_or_quantity(raw: Any, source: str, where: str) -> float | str:
+_FACTOR = "a positive factor (2: twice as fast) or an absolute value with its unit (25GBps)"
+
+
+def _factor_or_quantity(raw: Any) -> float | str:
     if isinstance(raw, str):
         return raw  # an absolute quantity with its unit, checked when the platform is built
-    value = _number(raw, source, where)
-    if value <= 0:
-        raise _fail(source, where, f"a factor must be positive, got {raw!r}")
+    return formats.number(positive=True, strings=False, what=_FACTOR)(raw)
+
+
+def _fat_tree(raw: Any) -> str:
+    if not raw:
+        raise Invalid("SimGrid's topo_parameters, e.g. \"2;4,8;1,2;1,2\"")
+    return str(raw)
+
+
+def _variation_list(raw: Any) -> list:
+    if not isinstance(raw, list) or not raw:
+        raise Invalid("a non-empty list of variations (use {} for the unchanged one)",
+                      got=None if isinstance(raw, list) else "nothing" if raw is None else type(raw).__name__)
+    return raw
+
+
+#: One what-if on the platform (docs/sweep.md), declared once. Fields in the order of a
+#: variation's default name.
+PLATFORM_VARIATION = Record({
+    "name": Field(str, "a name"),
+    "bandwidth": Field(_factor_or_quantity, _FACTOR),
+    "latency": Field(_factor_or_quantity, _FACTOR),
+    "loopback_bandwidth": Field(_factor_or_quantity, _FACTOR),
+    "nodes": Field(formats.integer(1, floats=True), "a positive integer"),
+    "topology": Field(formats.one_of(TOPOLOGIES), "one of " + ", ".join(TOPOLOGIES)),
+    "fat_tree": Field(_fat_tree, "SimGrid's topo_parameters"),
+    "sharing_policy": Field(formats.one_of(SHARING_POLICIES, str.upper), "one of " + ", ".join(SHARING_POLICIES)),
+    "iprobe_reports": Field(formats.one_of(IPROBE_REPORTS), "one of " + ", ".join(IPROBE_REPORTS)),
+}, name="a mapping of what-ifs on the platform")
+
+NOISE_FAMILIES = ("none", "normal", "halfnormal", "mixture")
+_SPEED = "a positive speed factor (2: kernels take half the time)"
+_PERCENT = "a percentage of hosts, in (0, 100)"
+
+
+def _speed(raw: Any) -> tuple[tuple[str, float], ...]:
+    """One factor for every host, or glob pattern -> factor."""
+    factor = formats.number(positive=True, strings=False, what=_SPEED)
+    if not isinstance(raw, Mapping):
+        return (("*", factor(raw)),)
+    out = []
+    for pattern, value in raw.items():
+        try:
+            out.append((str(pattern), factor(value)))
+        except Invalid as exc:
+            raise Invalid(exc.expected, at=pattern) from None
+    return tuple(out)
+
+
+def _percent(raw: Any) -> float:
+    value = formats.number(strings=False, what=_PERCENT)(raw)
+    if not 0 < value < 100:
+        raise Invalid(_PERCENT)
     return value
+
+
+def _drop(raw: Any) -> tuple[float | None, int | None]:
+    """(percent, None) or (None, hosts): ``10``, ``{percent: 10}`` or ``{hosts: 2}``."""
+    if not isinstance(raw, Mapping):
+        return _percent(raw), None
+    if set(map(str, raw)) - {"percent", "hosts"} or len(raw) != 1:
+        raise Invalid("either {percent: P} or {hosts: N}", got=formats.shown(dict(raw)))
+    key = next(iter(raw))
+    try:
+        if key == "hosts":
+            return None, formats.integer(1, floats=True)(raw[key])
+        return _percent(raw[key]), None
+    except Invalid as exc:
+        raise Invalid(exc.expected, at=key) from None
+
+
+def _bool(raw: Any) -> bool:
+    if not isinstance(raw, bool):
+        raise Invalid("true or false")
+    return raw
+
+
+#: One what-if on the kernels (docs/sweep.md), declared once.
+MODEL_VARIATION = Record({
+    "name": Field(str, "a name"),
+    "speed": Field(_speed, _SPEED + ", or a mapping of host pattern -> factor"),
+    "drop_slowest": Field(_drop, _PERCENT + ", or {hosts: N}"),
+    "noise": Field(_bool, "true or false"),
+    "spatial_variability": Field(formats.number(minimum=0, strings=False), "a finite number >= 0"),
+    "temporal_variability": Field(formats.number(minimum=0, strings=False), "a finite number >= 0"),
+    "noise_family": Field(formats.one_of(NOISE_FAMILIES), "one of " + ", ".join(NOISE_FAMILIES)),
+}, name="a mapping of what-ifs on the kernels")
+
+#: The spec's platform: and model: sections in their mapping form (a path alone, or a list
+#: of variations alone, is a shorthand for one of these).
+PLATFORM_SECTION = Record({
+    "path": Field(_file, "a file path"),
+    "ranks_per_host": Field(formats.integer(1, floats=True), "a positive integer"),
+    "variations": Field(_variation_list, "a list of variations", null_is_absent=False),
+}, name="a platform file, a list of variations, or a mapping of path, ranks_per_host, variations",
+    optional=False)
+MODEL_SECTION = Record({
+    "path": Field(_file, "a file path"),
+    "variations": Field(_variation_list, "a list of variations", null_is_absent=False),
+}, name="a model file, a list of variations, or a mapping of path, variations", optional=False)
+
+_ANY = Field(lambda v: v, "")  # read by its own code below (hpl:, ranks, seeds) or as a section
+#: The spec's top level (docs/sweep.md).
+SPEC = Record({
+    "name": Field(lambda v: v, "a name"),
+    "description": Field(lambda v: v, "any text"),
+    "hpl": _ANY, "ranks": _ANY, "seeds": _ANY, "platform": _ANY, "model": _ANY,
+    "timeout": Field(formats.number(positive=True, strings=False, what="a positive number of seconds"),
+                     "a positive number of seconds", unit="s"),
+}, name="a mapping with at least 'hpl'", optional=False)
+SEED = formats.integer(0, 2**64 - 1, floats=True,
+                       what="an integer in 0 .. 2**64-1 (the emulation's seeds are unsigned 64-bit)")
 
 
 def _variation_name(fields: Mapping[str, Any]) -> str:
@@ -280,118 +384,64 @@ def _variation_name(fields: Mapping[str, Any]) -> str:
 
 
 def _platform_variation(raw: Any, source: str, where: str) -> PlatformVariation:
-    doc = _mapping(raw or {}, source, where, _PLATFORM_VARIATION_FIELDS)
-    fields: dict[str, Any] = {}
-    for key in ("bandwidth", "latency", "loopback_bandwidth"):
-        if doc.get(key) is not None:
-            fields[key] = _factor_or_quantity(doc[key], source, f"{where}.{key}")
-    if doc.get("nodes") is not None:
-        fields["nodes"] = _int(doc["nodes"], source, f"{where}.nodes", 1)
-    if doc.get("topology") is not None:
-        if doc["topology"] not in ("star", "fat-tree"):
-            raise _fail(source, f"{where}.topology", f"{doc['topology']!r} is not star or fat-tree")
-        fields["topology"] = doc["topology"]
-        if doc["topology"] == "fat-tree":
-            if not doc.get("fat_tree"):
-                raise _fail(source, where, "a fat-tree needs 'fat_tree' (SimGrid's topo_parameters, "
-                                           "e.g. \"2;4,8;1,2;1,2\")")
-    if doc.get("fat_tree") is not None:
-        if doc.get("topology") != "fat-tree":
-            raise _fail(source, where, "'fat_tree' goes with topology: fat-tree")
-        fields["fat_tree"] = str(doc["fat_tree"])
-    if doc.get("sharing_policy") is not None:
-        policy = str(doc["sharing_policy"]).upper()
-        if policy not in ("SHARED", "SPLITDUPLEX", "FATPIPE"):
-            raise _fail(source, f"{where}.sharing_policy", f"{doc['sharing_policy']!r} is not SHARED, "
-                                                            "SPLITDUPLEX or FATPIPE")
-        fields["sharing_policy"] = policy
-    if doc.get("iprobe_reports") is not None:
-        if doc["iprobe_reports"] not in IPROBE_REPORTS:
-            raise _fail(source, f"{where}.iprobe_reports", f"{doc['iprobe_reports']!r} is not "
-                                                            f"{' or '.join(IPROBE_REPORTS)}")
-        fields["iprobe_reports"] = doc["iprobe_reports"]
-    name = str(doc["name"]) if doc.get("name") is not None else _variation_name(fields)
+    d = formats.read(PLATFORM_VARIATION, raw, f"sweep spec {source}", where)
+    fields = {k: v for k, v in d.items() if k != "name" and v is not None}
+    if d["topology"] == "fat-tree" and d["fat_tree"] is None:
+        raise formats.error(f"sweep spec {source}", f"{where}.fat_tree", "SimGrid's topo_parameters, e.g. "
+                            "\"2;4,8;1,2;1,2\" (a fat-tree needs 'fat_tree')", shown_as="nothing")
+    if d["fat_tree"] is not None and d["topology"] != "fat-tree":
+        raise formats.error(f"sweep spec {source}", f"{where}.topology", "fat-tree ('fat_tree' goes with "
+                            "topology: fat-tree)", d["topology"], shown_as=None if d["topology"] else "nothing")
+    name = d["name"] if d["name"] is not None else _variation_name(fields)
     return PlatformVariation(name=name, **fields)
 
 
 def _model_variation(raw: Any, source: str, where: str) -> ModelVariation:
-    doc = _mapping(raw or {}, source, where, _MODEL_VARIATION_FIELDS)
-    speed: list[tuple[str, float]] = []
+    d = formats.read(MODEL_VARIATION, raw, f"sweep spec {source}", where)
+    speed = d["speed"] or ()
     described: dict[str, Any] = {}
-    if doc.get("speed") is not None:
-        raw_speed = doc["speed"]
-        items = raw_speed.items() if isinstance(raw_speed, Mapping) else [("*", raw_speed)]
-        for pattern, factor in items:
-            value = _number(factor, source, f"{where}.speed.{pattern}")
-            if value <= 0:
-                raise _fail(source, f"{where}.speed.{pattern}", f"a speed factor must be positive, got {factor!r}")
-            speed.append((str(pattern), value))
+    if speed:
         described["speed"] = ", ".join(f"{p} x{v:g}" for p, v in speed)
-    drop_percent = drop_hosts = None
-    if doc.get("drop_slowest") is not None:
-        d = doc["drop_slowest"]
-        w = f"{where}.drop_slowest"
-        if isinstance(d, Mapping):
-            d = _mapping(d, source, w, {"percent", "hosts"})
-            if len(d) != 1:
-                raise _fail(source, w, "give either 'percent' or 'hosts'")
-            if "hosts" in d:
-                drop_hosts = _int(d["hosts"], source, f"{w}.hosts", 1)
-            else:
-                d = d["percent"]
-        if drop_hosts is None:
-            drop_percent = _number(d, source, w)
-            if not 0 < drop_percent < 100:
-                raise _fail(source, w, f"a percentage of hosts must be in (0, 100), got {d!r}")
+    drop_percent, drop_hosts = d["drop_slowest"] or (None, None)
+    if d["drop_slowest"] is not None:
         described["drop"] = (f"{drop_hosts} slowest host{'s' if drop_hosts > 1 else ''}" if drop_hosts
                              else f"{drop_percent:g}% slowest hosts")
-    noise = True
-    if doc.get("noise") is not None:
-        if not isinstance(doc["noise"], bool):
-            raise _fail(source, f"{where}.noise", "expected true or false")
-        noise = doc["noise"]
-        if not noise:
-            described["noise"] = "off"
-    scales: dict[str, float] = {}
-    for key in ("spatial_variability", "temporal_variability"):
-        if doc.get(key) is not None:
-            value = _number(doc[key], source, f"{where}.{key}")
-            if value < 0:
-                raise _fail(source, f"{where}.{key}", f"must be at least 0, got {doc[key]!r}")
-            scales[key] = value
-            described[key.split("_")[0]] = f"x{value:g}"
-    family = None
-    if doc.get("noise_family") is not None:
-        family = str(doc["noise_family"])
-        if family not in ("none", "normal", "halfnormal", "mixture"):
-            raise _fail(source, f"{where}.noise_family", f"{family!r} is not none, normal, halfnormal or mixture")
+    noise = True if d["noise"] is None else d["noise"]
+    if not noise:
+        described["noise"] = "off"
+    scales = {key: d[key] for key in ("spatial_variability", "temporal_variability") if d[key] is not None}
+    for key, value in scales.items():
+        described[key.split("_")[0]] = f"x{value:g}"
+    family = d["noise_family"]
+    if family is not None:
         described["noise"] = family
-    name = str(doc["name"]) if doc.get("name") is not None else (
+    name = d["name"] if d["name"] is not None else (
         "; ".join(f"{k} {v}" for k, v in described.items()) or "base")
     return ModelVariation(name, tuple(speed), drop_percent, drop_hosts, noise, noise_family=family, **scales)
 
 
-def _variations(raw: Any, source: str, where: str, parse) -> tuple:
-    if not isinstance(raw, list) or not raw:
-        raise _fail(source, where, "expected a non-empty list of variations (use {} for the unchanged one)")
+def _variations(raw: list, source: str, where: str, parse) -> tuple:
     out = [parse(v, source, f"{where}[{i}]") for i, v in enumerate(raw)]
     names = [v.name for v in out]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
-        raise _fail(source, where, f"two variations are named {dup!r}: give them distinct names")
+        raise formats.error(f"sweep spec {source}", where, "variations with distinct names",
+                            shown_as=f"two variations named {dup!r}")
     return tuple(out)
+
+
+def _section(raw: Any, record: Record, source: str, where: str) -> dict[str, Any]:
+    """The platform: or model: section in its mapping form, shorthands expanded."""
+    if isinstance(raw, list):  # the variations of the built-in one
+        raw = {"variations": raw}
+    return formats.read(record, raw, f"sweep spec {source}", where)
 
 
 # -------------------------------------------------------------------------------- spec
 
 
 def parse_spec(doc: Any, source: str = "<spec>", base: Path = Path("."), text: str = "") -> SweepSpec:
-    if not isinstance(doc, Mapping):
-        raise _fail(source, "", "the top level must be a mapping with at least 'hpl'")
-    unknown = set(map(str, doc)) - _TOP_FIELDS
-    if unknown:
-        raise _fail(source, "", f"unknown field(s) {', '.join(sorted(unknown))} "
-                                f"(known: {', '.join(sorted(_TOP_FIELDS))})")
+    top = formats.read(SPEC, doc, f"sweep spec {source}")
     hpl = doc.get("hpl")
     if not isinstance(hpl, Mapping) or not hpl:
         raise _fail(source, "hpl", "expected a mapping of HPL parameters (at least n)")
@@ -425,45 +475,38 @@ def parse_spec(doc: Any, source: str = "<spec>", base: Path = Path("."), text: s
 
     seeds = (0,)
     if doc.get("seeds") is not None:
-        seeds = tuple(dict.fromkeys(_int(s, source, "seeds", 0) for s in _values(doc["seeds"], source, "seeds")))
-        if any(s >= 2**64 for s in seeds):
-            raise _fail(source, "seeds", "a seed must be below 2**64 (the emulation's seeds are unsigned 64-bit)")
+        raw_seeds = doc["seeds"]
+        listed = _values(raw_seeds, source, "seeds")
+        checked = []
+        for i, value in enumerate(listed):
+            try:
+                checked.append(SEED(value))
+            except Invalid as exc:
+                raise formats.error(f"sweep spec {source}", f"seeds[{i}]" if isinstance(raw_seeds, list) else "seeds",
+                                    exc.expected, value) from None
+        seeds = tuple(dict.fromkeys(checked))
 
     platform_path, ranks_per_host, pvars = None, None, (PlatformVariation(),)
     raw = doc.get("platform")
-    if isinstance(raw, list):  # shorthand: the variations of the built-in platform
-        raw = {"variations": raw}
-    if isinstance(raw, str):
-        platform_path = _path(raw, base, source, "platform")
-    elif raw is not None:
-        p = _mapping(raw, source, "platform", _PLATFORM_FIELDS)
-        if p.get("path") is not None:
-            platform_path = _path(p["path"], base, source, "platform.path")
-        if p.get("ranks_per_host") is not None:
-            ranks_per_host = _int(p["ranks_per_host"], source, "platform.ranks_per_host", 1)
-        if "variations" in p:
+    if raw is not None:
+        p = _section({"path": raw} if isinstance(raw, str) else raw, PLATFORM_SECTION, source, "platform")
+        if p["path"] is not None:
+            platform_path = _existing(p["path"], base, source, "platform" if isinstance(raw, str) else "platform.path")
+        ranks_per_host = p["ranks_per_host"]
+        if p["variations"] is not None:
             pvars = _variations(p["variations"], source, "platform.variations", _platform_variation)
 
     model_path, mvars = None, (ModelVariation(),)
     raw = doc.get("model")
-    if isinstance(raw, list):  # shorthand: the variations of the built-in model
-        raw = {"variations": raw}
-    if isinstance(raw, str):
-        model_path = _path(raw, base, source, "model")
-    elif raw is not None:
-        m = _mapping(raw, source, "model", _MODEL_FIELDS)
-        if m.get("path") is not None:
-            model_path = _path(m["path"], base, source, "model.path")
-        if "variations" in m:
+    if raw is not None:
+        m = _section({"path": raw} if isinstance(raw, str) else raw, MODEL_SECTION, source, "model")
+        if m["path"] is not None:
+            model_path = _existing(m["path"], base, source, "model" if isinstance(raw, str) else "model.path")
+        if m["variations"] is not None:
             mvars = _variations(m["variations"], source, "model.variations", _model_variation)
 
-    timeout = None
-    if doc.get("timeout") is not None:
-        timeout = _number(doc["timeout"], source, "timeout")
-        if timeout <= 0:
-            raise _fail(source, "timeout", "must be positive (seconds)")
     return SweepSpec(source, text, axes, grids, ranks, seeds, platform_path, ranks_per_host, pvars,
-                     model_path, mvars, timeout, str(doc.get("name") or ""))
+                     model_path, mvars, top["timeout"], str(doc.get("name") or ""))
 
 
 def spec_from_params(params: HplParams, source: str, text: str) -> SweepSpec:

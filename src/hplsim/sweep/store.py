@@ -37,6 +37,40 @@ BUSY_TIMEOUT_MS = 120_000  # another sweep's transaction lasts milliseconds; wai
 HPL_COLUMNS = tuple(p.name for p in PARAMETERS)
 _FLAG_COLUMNS = tuple(p.name for p in PARAMETERS if p.type is bool)
 
+#: The runs table's columns and their SQL types, declared once: the schema and the row a
+#: run writes derive from it (docs/formats/results-store.md).
+RUN_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("hash", "TEXT PRIMARY KEY"),
+    ("status", "TEXT NOT NULL CHECK (status IN ('ok', 'failed'))"),
+    *((c, "INTEGER NOT NULL") for c in HPL_COLUMNS),
+    ("seed", "INTEGER NOT NULL"),
+    ("label", "TEXT NOT NULL"),
+    ("platform", "TEXT NOT NULL"),
+    ("platform_variation", "TEXT NOT NULL"),
+    ("platform_digest", "TEXT NOT NULL"),
+    ("model", "TEXT NOT NULL"),
+    ("model_variation", "TEXT NOT NULL"),
+    ("model_digest", "TEXT NOT NULL"),
+    ("hplsim_version", "TEXT NOT NULL"),
+    ("gflops", "REAL"),
+    ("time_s", "REAL"),
+    ("sim_wall_s", "REAL"),
+    ("sim_memory_bytes", "INTEGER"),
+    ("error", "TEXT"),
+    ("attempts", "INTEGER NOT NULL DEFAULT 1"),  # counted by the store, not written by a run
+    ("started_at", "TEXT NOT NULL"),
+    ("finished_at", "TEXT NOT NULL"),
+    ("worker", "TEXT"),
+    ("sweep_id", "INTEGER REFERENCES sweeps(id)"),
+    ("config", "TEXT NOT NULL"),
+)
+# Laid out as the first stores were (the HPL columns on one line), so that a new store's
+# schema text is the same as ever.
+_RUNS_BODY = ",\n    ".join(
+    [f"{name:<17} {sql}" for name, sql in RUN_COLUMNS[:2]]
+    + [", ".join(f"{name} {sql}" for name, sql in RUN_COLUMNS[2:2 + len(HPL_COLUMNS)])]
+    + [f"{name:<17} {sql}" for name, sql in RUN_COLUMNS[2 + len(HPL_COLUMNS):]])
+
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -59,38 +93,12 @@ CREATE TABLE IF NOT EXISTS sweeps (
     failed           INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS runs (
-    hash              TEXT PRIMARY KEY,
-    status            TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
-    {", ".join(f"{c} INTEGER NOT NULL" for c in HPL_COLUMNS)},
-    seed              INTEGER NOT NULL,
-    label             TEXT NOT NULL,
-    platform          TEXT NOT NULL,
-    platform_variation TEXT NOT NULL,
-    platform_digest   TEXT NOT NULL,
-    model             TEXT NOT NULL,
-    model_variation   TEXT NOT NULL,
-    model_digest      TEXT NOT NULL,
-    hplsim_version    TEXT NOT NULL,
-    gflops            REAL,
-    time_s            REAL,
-    sim_wall_s        REAL,
-    sim_memory_bytes  INTEGER,
-    error             TEXT,
-    attempts          INTEGER NOT NULL DEFAULT 1,
-    started_at        TEXT NOT NULL,
-    finished_at       TEXT NOT NULL,
-    worker            TEXT,
-    sweep_id          INTEGER REFERENCES sweeps(id),
-    config            TEXT NOT NULL
+    {_RUNS_BODY}
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 """
 
-_RUN_FIELDS = (
-    "hash", "status", *HPL_COLUMNS, "seed", "label", "platform", "platform_variation", "platform_digest",
-    "model", "model_variation", "model_digest", "hplsim_version", "gflops", "time_s", "sim_wall_s",
-    "sim_memory_bytes", "error", "started_at", "finished_at", "worker", "sweep_id", "config",
-)
+_RUN_FIELDS = tuple(name for name, _ in RUN_COLUMNS if name != "attempts")
 # Outcome fields a retry replaces; inputs stay as first written (they are the same by hash).
 _UPDATED = ("status", "gflops", "time_s", "sim_wall_s", "sim_memory_bytes", "error", "started_at",
             "finished_at", "worker", "sweep_id")

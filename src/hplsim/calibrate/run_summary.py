@@ -9,7 +9,6 @@ and the mean core frequency and temperature over the timed calls when they were 
 from __future__ import annotations
 
 import math
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -51,17 +50,6 @@ def summarise_calls(calls: pd.DataFrame) -> dict[str, float]:
     }
 
 
-def _unix_time(value) -> float:
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return datetime.fromisoformat(str(value)).timestamp()
-    except ValueError:
-        raise HplsimError(f"start_time {value!r} is not a date") from None
-
-
 def _timed_window(metadata: dict) -> tuple[float, float] | None:
     """The monotonic-clock span of the timed calls, to leave the build and warm-up out of
     the monitored means."""
@@ -98,7 +86,7 @@ def monitored_means(monitoring: pd.DataFrame, host: str, cores: set[int],
 def summarise_archive(path: Path) -> pd.DataFrame:
     """One row per (host, CPU) of a complete dgemm calibration archive; the run is named by
     the archive's start time, so the same run added twice (even renamed) is one run."""
-    from hplsim.calibrate.archive import read_archive
+    from hplsim.calibrate.archive import read_archive, unix_time
 
     a = read_archive(path)
     kind = a.metadata.get("kind")
@@ -116,7 +104,7 @@ def summarise_archive(path: Path) -> pd.DataFrame:
         raise HplsimError(f"{path}: no dgemm call in the archive")
     if a.metadata.get("start_time") is None:
         raise HplsimError(f"{path}: metadata has no start_time")
-    start = _unix_time(a.metadata["start_time"])
+    start = unix_time(a.metadata["start_time"])  # checked by read_archive
     run_id = str(a.metadata.get("run_id") or a.metadata["start_time"])
     monitoring = a.table("monitoring") if a.has_table("monitoring") else None
     window = _timed_window(a.metadata)
