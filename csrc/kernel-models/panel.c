@@ -16,8 +16,8 @@
  * the panel in pieces of len/Q doubles; with a window starting before DPIV, a piece that
  * begins between the window's start and DPIV carried stale pivots (2 x 64, NB 64: the
  * rows then disagreed on the rows to swap, MPI_ERR_TRUNCATE, or a silently wrong time).
- * A piece may also begin inside DPIV itself when the pieces are shorter than it (Q > NB,
- * small panels): no private window survives that, so such a panel is not folded at all. */
+ * A piece may also begin inside DPIV itself when the pieces are shorter than it (Q larger
+ * than about NB): no private window survives that, so such panels are not folded at all. */
 #include <smpi/smpi.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -85,26 +85,27 @@ static long fit(const buffer *b, size_t size, size_t align, size_t off, size_t l
   return (long)k;
 }
 
-/* Whether a piece of the long broadcasts may begin strictly inside the pivot window
- * [off, off + len): HPL_blong.c and HPL_blonM.c cut the panel's (off + len) / 8 doubles
- * into `pieces` pieces of count = max(1, total / pieces) doubles, starting at j·count. */
-static int piece_starts_in_window(size_t off, size_t len, int pieces)
+/* Whether a piece of the long broadcasts may begin inside the pivot window of this
+ * panel on some rank. HPL_blong.c cuts the panel's COUNT = ml2·JB + JB² + JB + 1 doubles
+ * into `pieces` pieces of count = ⌊COUNT / pieces⌋ doubles starting at j·count, j < pieces
+ * (HPL_blonM.c: pieces - 1 of them, so longer ones); the last starts at or before DPIV
+ * when count >= JB + 1, the pivot window's length. The test takes the smallest COUNT (ml2
+ * = 0) so that every rank of the panel decides alike, whatever its rows: a message between
+ * a folded and an unfolded panel would otherwise meet two layouts (a 2 x 72 run failed so). */
+static int pieces_may_start_in_window(size_t len, int pieces)
 {
   if (pieces <= 1)
     return 0;
-  size_t lo = off / sizeof(double), hi = (off + len) / sizeof(double);
-  size_t count = hi / (size_t)pieces;
-  if (count < 1)
-    count = 1;
-  size_t j = lo / count + 1; /* the first boundary after lo */
-  return j < (size_t)pieces && j * count < hi;
+  size_t window = len / sizeof(double); /* JB + 1 */
+  size_t jb = window - 1;
+  return (jb * jb + window) / (size_t)pieces < window;
 }
 
 void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len, int pieces)
 {
   if (align == 0)
     align = sizeof(double);
-  int all_private = panels_mode() == PRIVATE || piece_starts_in_window(off, len, pieces);
+  int all_private = panels_mode() == PRIVATE || pieces_may_start_in_window(len, pieces);
   for (int i = 0; i < npool; i++) {
     if (pool[i].in_use || pool[i].all_private != all_private)
       continue;
