@@ -138,6 +138,7 @@ FILES: dict[str, str | bytes] = {
     "p0.dat": _hpl_dat(l11="0            Ps"),
     "short.dat": "HPLinpack benchmark input file\n",
     "empty.dat": "",
+    "binary.yaml": b"\x7fELF\x02\x01\x01\x00\xff\xfe\x00\x01",
     "bcast9.dat": _hpl_dat(l23="9            BCASTs"),
     "good.dat": _hpl_dat(),
     "spec_empty.yaml": "",
@@ -427,6 +428,17 @@ def _cases() -> list[Case]:
         ("no-input", [], r"Missing argument 'INPUTS"),
     ]:
         add(Case(f"report-{rid}", ["report", *args], what, absent=["report.html"]))
+    # a binary file where a text document is expected: one line naming the file, whichever reads it
+    for rid, args, what in [
+        ("predict-model", ["predict", *SMALL, "--model", "binary.yaml"], r"model file binary\.yaml: not a text file"),
+        ("predict-platform", ["predict", *SMALL, "--platform", "binary.yaml"],
+         r"platform file binary\.yaml: not a text file"),
+        ("predict-hpl-dat", ["predict", "--hpl-dat", "binary.yaml"], r"HPL\.dat binary\.yaml: not a text file"),
+        ("sweep-spec", ["sweep", "binary.yaml", "--db", "b.sqlite"], r"sweep spec binary\.yaml: not a text file"),
+        ("fit-platform", ["fit", "mpi_tiny.csv", "--network", "--platform", "binary.yaml", "-o", "m.yaml"],
+         r"platform spec binary\.yaml: not a text file"),
+    ]:
+        add(Case(f"binary-{rid}", args, what, absent=["b.sqlite", "m.yaml"]))
     add(Case("unknown-subcommand", ["frobnicate"], r"No such command 'frobnicate'"))
     return c
 

@@ -38,9 +38,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from hplsim.errors import HplsimError
+
+
+def read_text(path: Path | str, what: str) -> str:
+    """A document's text, or one error naming `what` it is and the file: it cannot be read
+    (``cannot read model file m.yaml: No such file or directory``) or is not text
+    (``model file m.yaml: not a text file``).
+
+    >>> read_text("/nonexistent.yaml", "model file")
+    Traceback (most recent call last):
+    hplsim.errors.HplsimError: cannot read model file /nonexistent.yaml: No such file or directory
+    """
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise HplsimError(f"cannot read {what} {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise HplsimError(f"{what} {path}: not a text file") from None
 
 
 class Invalid(Exception):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hplsim.errors import HplsimError
+from hplsim.formats import read_text
 from hplsim.hpl.config import HplParams
 from hplsim.hpl.parameters import MAX_PARAM, PARAMETERS, Parameter
 
@@ -177,11 +178,4 @@ def parse_hpl_dat(text: str, source: str = "<text>") -> HplParams:
 
 
 def read_hpl_dat(path: Path) -> HplParams:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise HplsimError(f"cannot read HPL.dat {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise HplsimError(f"malformed HPL.dat {path}: not a text file") from None
-    return parse_hpl_dat(text, str(path))
+    return parse_hpl_dat(read_text(path, "HPL.dat"), str(path))

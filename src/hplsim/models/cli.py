@@ -20,6 +20,7 @@ from hplsim.outputs import check_dir, check_file, write_text
 
 from hplsim import __version__
 from hplsim.errors import HplsimError, warn, with_warnings
+from hplsim.formats import read_text
 from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS
 from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, parse_pieces, pooled_model_file, to_model_file
 from hplsim.models.modelfile import CONDITION_VARIABLES, KERNEL_VARIABLES, load_model, save_model
@@ -420,10 +421,7 @@ def _link(opts: dict[str, Any]) -> tuple[float, float, str, dict | None]:
     spec_doc = None
     if opts["platform_path"]:
         path = opts["platform_path"]
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise HplsimError(f"cannot read platform spec {path}: {exc.strerror}") from None
+        text = read_text(path, "platform spec")
         if text.lstrip().startswith("<"):
             raise HplsimError(f"{path}: --platform needs a YAML platform spec (its smpi block is what gets written), "
                               "not SimGrid XML")

@@ -560,10 +560,7 @@ def _population(raw: Any) -> dict[str, Any]:
 
 def load_model(path: Path) -> ModelFile:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise HplsimError(f"cannot read model file {path}: {exc.strerror}") from None
+    text = formats.read_text(path, "model file")
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:

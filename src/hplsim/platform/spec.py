@@ -453,10 +453,7 @@ def platform_from_xml(xml_text: str, source: str, ranks_per_host: int | None = N
 def load_platform(path: Path, ranks_per_host: int | None = None) -> Platform:
     """A platform from a YAML spec or a SimGrid XML file (decided by content)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise HplsimError(f"cannot read platform file {path}: {exc.strerror}") from None
+    text = formats.read_text(path, "platform file")
     if text.lstrip().startswith("<"):
         return platform_from_xml(text, str(path), ranks_per_host)
     try:

@@ -522,12 +522,7 @@ def is_hpl_dat(path: Path, text: str) -> bool:
 def load_spec(path: Path) -> SweepSpec:
     """A sweep spec from a YAML file or an HPL.dat (decided by suffix or first line)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise HplsimError(f"cannot read sweep spec {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise HplsimError(f"sweep spec {path}: not a text file") from None
+    text = formats.read_text(path, "sweep spec")
     if is_hpl_dat(path, text):
         return spec_from_params(read_hpl_dat(path), str(path), text)
     try:

@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from hplsim.errors import HplsimError
+from hplsim.formats import read_text
 from hplsim.models.modelfile import Component, HostModel, KernelModel, ModelFile, Piece, Polynomial, save_model
 from hplsim.models.population import with_noise_family, with_variability
 from hplsim.platform.spec import (Platform, PlatformSpec, bandwidth, duration, fat_tree_leaves, platform_from_xml,
@@ -79,10 +80,7 @@ def _base_platform(spec: SweepSpec) -> _BasePlatform:
         platform.label = f"builtin:{DEFAULT.name}"  # the same label and digest as `hplsim predict`
         return _BasePlatform(platform, None, text, rph)
     path = spec.platform_path
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise HplsimError(f"cannot read platform file {path}: {exc.strerror}") from None
+    text = read_text(path, "platform file")
     if text.lstrip().startswith("<"):
         platform = platform_from_xml(text, str(path), spec.ranks_per_host)
         platform.label = str(path)
