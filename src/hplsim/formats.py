@@ -61,6 +61,24 @@ def read_text(path: Path | str, what: str) -> str:
         raise HplsimError(f"{what} {path}: not a text file") from None
 
 
+def parse_yaml(text: str, where: str, what: str = "YAML") -> Any:
+    """A document parsed from YAML (JSON is YAML), or one error ``WHERE: not valid WHAT at
+    line L``.
+
+    >>> parse_yaml("nodes: [1,", "platform spec p.yaml")
+    Traceback (most recent call last):
+    hplsim.errors.HplsimError: platform spec p.yaml: not valid YAML at line 1
+    """
+    import yaml  # here: PyYAML is not needed by the modules that only declare fields
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark else ""
+        raise HplsimError(f"{where}: not valid {what}{line}") from None
+
+
 class Invalid(Exception):
     """Raised by a converter: the value is not what the field expects. `expected` says what
     would be (``a positive integer``); `got` overrides how the value is shown; `at` is the

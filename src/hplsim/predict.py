@@ -28,6 +28,7 @@ from hplsim.errors import HplsimError, Interrupted, warn, with_warnings
 from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
+from hplsim.hpl.output import text_table
 from hplsim.hpl.options import HPL_OPTION_KEYS, hpl_options, params_from_options
 from hplsim.models.modelfile import ModelFile, load_model, write_runtime_table
 from hplsim.models.population import draw_cluster, with_variability
@@ -305,17 +306,14 @@ EXAMPLE = dict(n=20000, p=8, q=8)  # the built-in example's size (see README)
 _params_from_options = params_from_options  # kept for callers of the old private name
 
 
+_TABLE = [("T/V", "<10"), ("N", ">9"), ("NB", ">6"), ("P", ">5"), ("Q", ">5"), ("Time (s)", ">14"),
+          ("Gflops", ">14.6g"), ("sim wall (s)", ">14.2f"), ("sim mem (MB)", ">14.1f")]
+
+
 def _format_table(preds: list[Prediction]) -> str:
-    head = (f"{'T/V':<10}{'N':>9}{'NB':>6}{'P':>5}{'Q':>5}{'Time (s)':>14}{'Gflops':>14}"
-            f"{'sim wall (s)':>14}{'sim mem (MB)':>14}")
-    lines = [head, "-" * len(head)]
-    for p in preds:
-        c = p.config
-        lines.append(
-            f"{c.label():<10}{c.n:>9}{c.nb:>6}{c.p:>5}{c.q:>5}{_seconds(p.time_s):>14}{p.gflops:>14.6g}"
-            f"{p.sim_wall_s:>14.2f}{p.sim_memory_bytes / 1e6:>14.1f}"
-        )
-    return "\n".join(lines)
+    return text_table(_TABLE, [[p.config.label(), p.config.n, p.config.nb, p.config.p, p.config.q,
+                                _seconds(p.time_s), p.gflops, p.sim_wall_s, p.sim_memory_bytes / 1e6]
+                               for p in preds])
 
 
 def _seconds(t: float) -> str:

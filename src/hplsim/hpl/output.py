@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
@@ -89,3 +90,20 @@ def expect_result(text: str, config: HplConfig) -> HplResult:
         raise HplsimError(f"HPL reported {got}, expected {config.label()} N={config.n} NB={config.nb} "
                           f"{config.p}x{config.q}")
     return results[0]
+
+
+def text_table(columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[object]]) -> str:
+    """A fixed-width results table in HPL's manner (a rule under the titles), for the
+    commands that print configurations one per line. `columns`: (title, the cells' format
+    spec, e.g. ``>14.6g``; the title takes its alignment and width).
+
+    >>> print(text_table([("T/V", "<9"), ("Gflops", ">8.3g")], [["WR11C2R4", 23.2714]]))
+    T/V        Gflops
+    -----------------
+    WR11C2R4     23.3
+    """
+    widths = [re.match(r"[<>^]?\d*", spec).group() for _, spec in columns]
+    head = "".join(f"{title:{width}}" for (title, _), width in zip(columns, widths))
+    lines = [head, "-" * len(head)]
+    lines += ["".join(f"{cell:{spec}}" for cell, (_, spec) in zip(row, columns)) for row in rows]
+    return "\n".join(lines)

@@ -20,7 +20,7 @@ from hplsim.outputs import check_dir, check_file, write_text
 
 from hplsim import __version__
 from hplsim.errors import HplsimError, warn, with_warnings
-from hplsim.formats import read_text
+from hplsim.formats import parse_yaml, read_text
 from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS
 from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, parse_pieces, pooled_model_file, to_model_file
 from hplsim.models.modelfile import CONDITION_VARIABLES, KERNEL_VARIABLES, load_model, save_model
@@ -425,10 +425,7 @@ def _link(opts: dict[str, Any]) -> tuple[float, float, str, dict | None]:
         if text.lstrip().startswith("<"):
             raise HplsimError(f"{path}: --platform needs a YAML platform spec (its smpi block is what gets written), "
                               "not SimGrid XML")
-        try:
-            spec_doc = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise HplsimError(f"platform spec {path}: not valid YAML") from None
+        spec_doc = parse_yaml(text, f"platform spec {path}")
         spec = spec_from_dict(spec_doc, str(path))
         bw, lat = spec.bandwidth, spec.latency
         links = 2

@@ -560,13 +560,7 @@ def _population(raw: Any) -> dict[str, Any]:
 
 def load_model(path: Path) -> ModelFile:
     path = Path(path)
-    text = formats.read_text(path, "model file")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise HplsimError(f"model file {path}: not valid YAML/JSON{where}") from None
+    doc = formats.parse_yaml(formats.read_text(path, "model file"), f"model file {path}", "YAML/JSON")
     return model_from_dict(doc, str(path))
 
 

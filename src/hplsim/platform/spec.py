@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Mapping
 from xml.sax.saxutils import quoteattr
 
-import yaml
 
 from hplsim import formats
 from hplsim.errors import HplsimError
@@ -456,11 +455,7 @@ def load_platform(path: Path, ranks_per_host: int | None = None) -> Platform:
     text = formats.read_text(path, "platform file")
     if text.lstrip().startswith("<"):
         return platform_from_xml(text, str(path), ranks_per_host)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise HplsimError(f"platform spec {path}: not valid YAML") from None
-    spec = spec_from_dict(doc, str(path))
+    spec = spec_from_dict(formats.parse_yaml(text, f"platform spec {path}"), str(path))
     if ranks_per_host is not None:
         spec.ranks_per_node = ranks_per_host
     return spec.platform(path.stem)

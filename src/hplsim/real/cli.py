@@ -12,21 +12,20 @@ from hplsim.clitypes import SEED, TIMEOUT
 from hplsim.outputs import check_file
 from hplsim.errors import HplsimError, with_warnings
 from hplsim.hpl.hpldat import read_hpl_dat
+from hplsim.hpl.output import text_table
 from hplsim.hpl.options import hpl_options, params_from_options
 from hplsim.real import run as real_run
 from hplsim.real.run import DEFAULT_THRESHOLD, DEFAULT_TIMEOUT_S, LAUNCHERS, MAX_REPEAT_FACTOR, Launch, RealResult
 
 
+_TABLE = [("T/V", "<10"), ("N", ">8"), ("NB", ">6"), ("P", ">4"), ("Q", ">4"), ("Time (s)", ">11.2f"),
+          ("Gflops", ">11.4g"), ("min – max", ">20"), ("runs", ">6"), ("  residual", "")]
+
+
 def format_results(results: list[RealResult]) -> str:
-    head = (f"{'T/V':<10}{'N':>8}{'NB':>6}{'P':>4}{'Q':>4}{'Time (s)':>11}{'Gflops':>11}"
-            f"{'min – max':>20}{'runs':>6}  residual")
-    lines = [head, "-" * len(head)]
-    for r in results:
-        c = r.config
-        spread = f"{r.gflops_min:.4g} – {r.gflops_max:.4g}" if len(r.runs) > 1 else ""
-        lines.append(f"{c.label():<10}{c.n:>8}{c.nb:>6}{c.p:>4}{c.q:>4}{r.time_s:>11.2f}{r.gflops:>11.4g}"
-                     f"{spread:>20}{len(r.runs):>6}  {r.residual_check}")
-    return "\n".join(lines)
+    return text_table(_TABLE, [[r.config.label(), r.config.n, r.config.nb, r.config.p, r.config.q, r.time_s, r.gflops,
+                                f"{r.gflops_min:.4g} – {r.gflops_max:.4g}" if len(r.runs) > 1 else "",
+                                len(r.runs), f"  {r.residual_check}"] for r in results])
 
 
 @click.command("run-real")

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 
 from hplsim import formats
 from hplsim.errors import HplsimError
@@ -525,12 +524,7 @@ def load_spec(path: Path) -> SweepSpec:
     text = formats.read_text(path, "sweep spec")
     if is_hpl_dat(path, text):
         return spec_from_params(read_hpl_dat(path), str(path), text)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise HplsimError(f"sweep spec {path}: not valid YAML{where}") from None
+    doc = formats.parse_yaml(text, f"sweep spec {path}")
     return parse_spec(doc, str(path), path.resolve().parent, text)
 
 

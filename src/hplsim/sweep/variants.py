@@ -26,10 +26,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
 from hplsim.errors import HplsimError
-from hplsim.formats import read_text
+from hplsim.formats import parse_yaml, read_text
 from hplsim.models.modelfile import Component, HostModel, KernelModel, ModelFile, Piece, Polynomial, save_model
 from hplsim.models.population import with_noise_family, with_variability
 from hplsim.platform.spec import (Platform, PlatformSpec, bandwidth, duration, fat_tree_leaves, platform_from_xml,
@@ -85,11 +84,7 @@ def _base_platform(spec: SweepSpec) -> _BasePlatform:
         platform = platform_from_xml(text, str(path), spec.ranks_per_host)
         platform.label = str(path)
         return _BasePlatform(platform, None, text, spec.ranks_per_host)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise HplsimError(f"platform spec {path}: not valid YAML") from None
-    pspec = spec_from_dict(doc, str(path))
+    pspec = spec_from_dict(parse_yaml(text, f"platform spec {path}"), str(path))
     if spec.ranks_per_host is not None:
         pspec.ranks_per_node = spec.ranks_per_host
     return _BasePlatform(pspec.platform(str(path)), pspec, None, spec.ranks_per_host)
