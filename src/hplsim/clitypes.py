@@ -25,3 +25,16 @@ class _Seconds(click.FloatRange):
 TIMEOUT = _Seconds(min=0.0, min_open=True, max=1e9)
 #: rank slots per host
 RANKS_PER_HOST = click.IntRange(min=1, max=1 << 20)
+
+
+class RunByDefault(click.Group):
+    """A group whose first argument, when it is not one of its commands (nor --help), is
+    given to its ``run`` command: ``hplsim sweep SPEC`` is ``hplsim sweep run SPEC`` and
+    ``hplsim check HISTORY`` is ``hplsim check run HISTORY``, while ``sweep show`` and
+    ``check add`` stay commands of their own."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+

@@ -11,21 +11,12 @@ import click
 
 from hplsim.check.metrics import DEFAULT_METRICS
 from hplsim.calibrate.hostnames import DAHU_HOST_FORMAT
+from hplsim.clitypes import RunByDefault
 from hplsim.errors import HplsimError, with_warnings
 from hplsim.outputs import check_dir
 
 
-class _CheckGroup(click.Group):
-    """`hplsim check FILE …` runs the test (the hidden `run` command); `hplsim check add …`
-    appends."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
-
-@click.group("check", cls=_CheckGroup, invoke_without_command=True)
+@click.group("check", cls=RunByDefault, invoke_without_command=True)
 @click.pass_context
 def check(ctx: click.Context) -> None:
     """Non-regression tests on a calibration history (Chew's prediction region).

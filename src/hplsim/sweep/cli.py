@@ -15,22 +15,12 @@ from pathlib import Path
 
 import click
 
-from hplsim.clitypes import RANKS_PER_HOST, TIMEOUT
+from hplsim.clitypes import RANKS_PER_HOST, TIMEOUT, RunByDefault
 from hplsim.errors import HplsimError
 from hplsim.hpl.options import INTS
 
 
-class SweepGroup(click.Group):
-    """``sweep SPEC [OPTIONS]`` (or ``sweep --db X SPEC``) means ``sweep run ...``; the
-    group's own ``--help`` and its commands are left alone."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
-
-@click.group("sweep", cls=SweepGroup, invoke_without_command=True)
+@click.group("sweep", cls=RunByDefault, invoke_without_command=True)
 @click.pass_context
 def sweep(ctx: click.Context) -> None:
     """Run many predictions (tuning, what-if) into a results store, and read it.
