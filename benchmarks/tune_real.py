@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import os
 import statistics
 import sys
@@ -41,25 +40,22 @@ from hplsim.hpl.config import HplConfig  # noqa: E402
 from hplsim.models.modelfile import load_model, save_model  # noqa: E402
 from hplsim.platform.spec import load_platform  # noqa: E402
 from hplsim.predict import ModelSource, predict  # noqa: E402
-from hplsim.real.calibration import CalibrationSettings  # noqa: E402
+from hplsim.calibrate.local import CalibrationSettings  # noqa: E402
 from hplsim.real.run import Launch, run_real  # noqa: E402
-from hplsim.real.validate import default_configs, validate_local  # noqa: E402
+from hplsim.calibrate.hpl_designs import default_configs  # noqa: E402
+from hplsim.validate.loop import validate_local  # noqa: E402
 from hplsim.tune.constraints import DEFAULT_NBS  # noqa: E402
-from hplsim.models.intervals import interval  # noqa: E402
+from hplsim.models.intervals import interval, law_rsd  # noqa: E402
 from hplsim.tune.run import TuneRequest, run_tune  # noqa: E402
 
 TINY_CONFIGS = [HplConfig(n=n, nb=nb, p=1, q=2, depth=d) for n in (1000, 1500) for nb in (64, 128) for d in (0, 1)]
 
 
 def uncertainty_from_fits(fits: dict) -> dict[str, float]:
-    """kernel -> relative sd of its law's scale across the calibration's groups (passes,
-    traced runs), for one more group: sd / mean · sqrt(1 + 1/G)."""
-    out = {}
-    for kernel, f in fits.items():
-        g = [x for x in f.get("group_factors", []) if x > 0]
-        if len(g) >= 2:
-            out[kernel] = min(0.99, statistics.stdev(g) / statistics.fmean(g) * math.sqrt(1 + 1 / len(g)))
-    return out
+    """kernel -> its law's relative uncertainty across the calibration's groups
+    (models.intervals.law_rsd, what `hplsim fit --method time-share` writes)."""
+    rsd = {k: law_rsd(f.get("group_factors", [])) for k, f in fits.items()}
+    return {k: v for k, v in rsd.items() if v is not None}
 
 
 def grid_around(best: dict, n: int) -> list[HplConfig]:

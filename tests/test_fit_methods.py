@@ -139,6 +139,11 @@ def test_time_share_coefficients_match_an_independent_computation(archive, hplsi
     got = law.mean.to_mapping()
     for name, c in zip(names, coef * factor):
         assert got.get(name, 0.0) == pytest.approx(c, rel=1e-6, abs=1e-18), name
+    # the law's uncertainty: the same ratios' relative spread, for one more archive
+    g = np.asarray(ratios)
+    rsd = g.std(ddof=1) / g.mean() * np.sqrt(1 + 1 / len(g))
+    assert load_model(tmp_path / "t.yaml").uncertainty == pytest.approx({"dtrsm": rsd}, rel=1e-3)
+    assert f"dtrsm: uncertainty {100 * rsd:.2g} % from {len(g)} group(s)" in err
 
 
 @pytest.mark.parametrize("args, pattern", [

@@ -21,6 +21,7 @@ from hplsim.outputs import check_dir, check_file, write_text
 from hplsim import __version__
 from hplsim.errors import HplsimError, warn, with_warnings
 from hplsim.formats import parse_yaml, read_text
+from hplsim.models.intervals import law_rsd
 from hplsim.models.kernel_fit import MEAN_OPTIONS, NOISE_OPTIONS
 from hplsim.models.kernels import PER_LEVELS, KernelFits, fit_kernels, parse_pieces, pooled_model_file, to_model_file
 from hplsim.models.modelfile import CONDITION_VARIABLES, KERNEL_VARIABLES, load_model, save_model
@@ -233,6 +234,15 @@ def run_time_share_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, An
         provenance["base"] = str(opts["base"])
     model = pooled_model_file(models, base, description=f"fitted by hplsim fit --method time-share from "
                               f"{', '.join(map(_name, meas.sources))}", provenance=provenance)
+    # each law's uncertainty from the spread of its groups (passes, traced runs): what the
+    # prediction intervals carry (models/intervals.py); a kernel seen in one group has none
+    fitted_rsd = {k: law_rsd(s.group_factors) for k, s in summaries.items()}
+    kept = {k: v for k, v in (base.uncertainty if base else {}).items() if k not in summaries}
+    model.uncertainty = {**kept, **{k: v for k, v in fitted_rsd.items() if v is not None}}
+    for kernel, rsd in fitted_rsd.items():
+        groups = len(summaries[kernel].group_factors)
+        _echo(f"{kernel}: uncertainty {'none (one group of calls)' if rsd is None else f'{100 * rsd:.2g} %'} "
+              f"from {groups} group(s) (calibration passes, traced runs)")
     save_model(model, opts["output"])
     _echo(f"wrote {opts['output']}")
     return {"kind": "kernels", "method": "time-share", "output": str(opts["output"]),

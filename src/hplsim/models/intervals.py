@@ -25,9 +25,8 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Mapping, Sequence
-
 from functools import cache
+from typing import Mapping, Sequence
 
 from hplsim.models.modelfile import ModelFile
 
@@ -69,6 +68,24 @@ class Interval:
         if not self.sources:
             return "none (one seed and a model without uncertainty: use --replicates)"
         return f"[{self.low:.4g}, {self.high:.4g}]"
+
+
+def law_rsd(group_factors: Sequence[float]) -> float | None:
+    """A kernel law's relative uncertainty from the calibration's groups (its passes and
+    traced runs): each group's measured / fitted total is a draw of the law's scale in
+    one state of the machine, and their relative spread, as a prediction for one more
+    group, sd/mean · sqrt(1 + 1/G), is the law's `uncertainty` (None below two groups: no
+    spread to see; capped below 1).
+
+    >>> round(law_rsd([0.98, 1.00, 1.02]), 4)
+    0.0231
+    >>> law_rsd([1.0]) is None
+    True
+    """
+    g = [float(x) for x in group_factors if x > 0]
+    if len(g) < 2:
+        return None
+    return min(0.99, statistics.stdev(g) / statistics.fmean(g) * math.sqrt(1 + 1 / len(g)))
 
 
 def model_rsd(model: ModelFile, shares: Mapping[str, float] | None = None) -> float:
