@@ -303,3 +303,45 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+_SIGNAL_WHILE_FORKING = """
+import os, signal, sys
+from hplsim.errors import Interrupted
+from hplsim.processes import handle_signals, popen
+
+handle_signals()
+mark = sys.argv[1]
+# the window that was hit: SIGTERM while Python runs the modules' at-fork hooks in the parent
+os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGTERM))
+try:
+    popen(["sleep", "30", mark])
+    print("not interrupted")
+except Interrupted as exc:
+    print("interrupted", exc.signum)
+"""
+
+
+@pytest.mark.parametrize("new_session", [False, True])
+def test_a_signal_while_a_child_is_forked_interrupts_once_and_leaves_no_child(new_session):
+    """SIGTERM arriving while the parent runs the at-fork hooks (logging's lock) was raised
+    inside a hook: Python printed it as an ignored exception, with a traceback, and the
+    interrupt was lost (`hplsim calibrate` killed at its start). `popen` holds the signal
+    until it has the child, then raises it and stops the child."""
+    mark = f"hplsim-fork-{uuid.uuid4().hex}"
+    code = _SIGNAL_WHILE_FORKING
+    if new_session:
+        code = code.replace('mark])', 'mark], start_new_session=True)')
+    r = subprocess.run([sys.executable, "-c", code, mark], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["interrupted", str(int(signal.SIGTERM))]
+    assert "Traceback" not in r.stderr and "ignored" not in r.stderr, r.stderr
+    left = [d.name for d in Path("/proc").iterdir() if d.name.isdigit() and _cmdline_has(d, mark)]
+    assert left == []
+
+
+def _cmdline_has(proc: Path, text: str) -> bool:
+    try:
+        return text.encode() in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False

@@ -53,10 +53,19 @@ def set_parent_death_signal(signum: int = signal.SIGTERM) -> bool:
     return bool(prctl) and prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
 
 
-def _die_with(parent: int):
+# Held in the parent while it forks (`popen`): a preexec_fn makes Python run the at-fork
+# hooks of the modules (logging's releases its lock), and a signal handler that raises
+# there is "ignored" — a traceback on stderr and the interrupt lost (seen: SIGTERM during
+# `hplsim calibrate`'s start). Held, the signal waits until the child exists.
+_HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+def _die_with(parent: int, mask: set[signal.Signals] | None):
     _prctl()
 
     def preexec() -> None:
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # the child's own, as before the fork
         set_parent_death_signal()
         if os.getppid() != parent:  # the parent died between fork and prctl
             os._exit(1)
@@ -67,8 +76,24 @@ def popen(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
     """subprocess.Popen whose child gets SIGTERM when hplsim dies.
 
     The signal is tied to the thread that starts the child: start it from the thread that
-    waits for it (every caller does)."""
-    return subprocess.Popen(list(argv), preexec_fn=_die_with(os.getpid()), **kwargs)
+    waits for it (every caller does). SIGINT, SIGTERM and SIGHUP are held while the child
+    is created; one that came meanwhile is raised once `popen` has the child, which it then
+    stops, so that no caller is left with a child it does not know about."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    proc = None
+    try:
+        proc = subprocess.Popen(list(argv), preexec_fn=_die_with(os.getpid(), old), **kwargs)
+    finally:
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a held signal's handler runs here
+        except BaseException:
+            if proc is not None and kwargs.get("start_new_session"):
+                kill_group(proc)
+            elif proc is not None:
+                proc.kill()
+                proc.wait()
+            raise
+    return proc
 
 
 def _signal_group(pgid: int, sig: int) -> None:
