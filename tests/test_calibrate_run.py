@@ -24,6 +24,11 @@ from conftest import REPO
 from docexamples import examples, run_python
 from helpers import assert_one_line_error, run_cli, system_dgemm_gflops
 
+# The docs' calibrations measure this machine (Gflops against its BLAS, a ping-pong in
+# microseconds, a probe's delay): every test that reads them is `exclusive`, so that the
+# first of them, which runs them (the module's `docs` fixture), runs alone.
+measures = pytest.mark.exclusive
+
 from hplsim.models.network import IPROBE_LATE_GAP
 from hplsim.calibrate import runner
 from hplsim.calibrate.archive import BLAS_COLUMNS, MPI_COLUMNS, read_archive
@@ -100,6 +105,7 @@ def check_blas_archive(path: Path, rows: int, repetitions: int, processes: int) 
 
 # ---------------------------------------------------------------- the acceptance commands
 
+@measures
 def test_dgemm_acceptance_archive(docs: DocRun) -> None:
     seconds = docs.seconds["hplsim calibrate dgemm --rows 60 --seed 1 --out d.zip"]
     assert seconds < 60
@@ -131,6 +137,7 @@ def test_dgemm_acceptance_archive(docs: DocRun) -> None:
     assert phases[:3] == ["build", "system-info", "measure"] and "timed-calls" in phases
 
 
+@measures
 def test_mpi_acceptance_archive(docs: DocRun) -> None:
     assert docs.seconds["hplsim calibrate mpi --rows 48 --seed 1 --out m.zip"] < 60
     a = read_archive(docs.dir / "m.zip")
@@ -161,6 +168,7 @@ def test_mpi_acceptance_archive(docs: DocRun) -> None:
     assert pp[pp.index < 1000].median() < 5e-6, pp.head()
 
 
+@measures
 def test_archive_show(docs: DocRun) -> None:
     text = docs.stdout["hplsim archive show d.zip"]
     assert "dgemm calibration, complete" in text and "Gflops" in text and "seed 1" in text
@@ -172,6 +180,7 @@ def test_archive_show(docs: DocRun) -> None:
     assert summary["mpi"]["bandwidth_Bps"] > 0
 
 
+@measures
 def test_same_seed_same_design(docs: DocRun) -> None:
     plan = sequence(blas_design("dgemm", rows=60, seed=1), 1, 1)
     design = read_archive(docs.dir / "d.zip").table("design")
@@ -180,6 +189,7 @@ def test_same_seed_same_design(docs: DocRun) -> None:
     assert design.row.tolist() != sorted(design.row)  # shuffled
 
 
+@measures
 def test_python_examples_read_the_doc_archive(docs: DocRun) -> None:
     """The reader's examples (this page's and docs/formats/archive.md's) on d.zip."""
     (here,) = run_python(DOC, docs.dir)
@@ -189,6 +199,7 @@ def test_python_examples_read_the_doc_archive(docs: DocRun) -> None:
     assert fmt["cpuinfo"] and fmt["a"].text(fmt["cpuinfo"][0]).strip()
 
 
+@measures
 def test_other_doc_examples(docs: DocRun) -> None:
     check_blas_archive(docs.dir / "t.zip", 12, 1, len(os.sched_getaffinity(0)))
     t = read_archive(docs.dir / "t.zip").table("dtrsm")
@@ -217,6 +228,7 @@ def test_other_doc_examples(docs: DocRun) -> None:
     assert set(p.table("mpi").operation) == {"pingpong", "send"} and len(p.table("mpi")) == 60
 
 
+@measures
 def test_fitting_stage_reads_our_archives_and_dahu(docs: DocRun, dahu_dir: Path) -> None:
     from hplsim.models.readers import read_measurements
 
@@ -234,6 +246,7 @@ def test_fitting_stage_reads_our_archives_and_dahu(docs: DocRun, dahu_dir: Path)
     assert {"m", "n", "k", "cpu", "duration"} <= set(head.columns) <= set(BLAS_COLUMNS) | {"jobid", "expfile", "node"}
 
 
+@measures
 def test_network_fit_of_our_archive_writes_the_probe_semantics(docs: DocRun, tmp_path: Path) -> None:
     out = tmp_path / "net.yaml"
     r = run_cli("fit", docs.dir / "m.zip", "--network", "--bandwidth", "10GBps", "--latency", "1us", "-o", out)
@@ -392,6 +405,7 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path: Path, argv: list[s
     assert time.monotonic() - t0 < 30
 
 
+@measures
 def test_metadata_yaml_is_plain(docs: DocRun) -> None:
     import zipfile
 

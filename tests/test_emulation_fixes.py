@@ -47,14 +47,14 @@ def test_empty_operands_take_the_blas_quick_return(tmp_path):
 _RUNS: dict[tuple, Prediction] = {}
 
 
-def _predict(config: HplConfig, busy_wait: str | None) -> Prediction:
-    """The default Dahu platform and models, seed 4, with the breakdown (which changes
-    nothing in the run: test_predict.py). A run that several tests compare against is
-    simulated once: the key holds everything the run depends on here, SimGrid's base
+def _predict(config: HplConfig, busy_wait: str | None, seed: int = 4) -> Prediction:
+    """The default Dahu platform and models, seed 4 unless told, with the breakdown (which
+    changes nothing in the run: test_predict.py). A run that several tests compare against
+    is simulated once: the key holds everything the run depends on here, SimGrid's base
     options included (one test changes them)."""
     from hplsim.emulate import smpirun
 
-    key = (config, busy_wait, tuple(sorted(smpirun.BASE_CONFIG.items())))
+    key = (config, busy_wait, seed, tuple(sorted(smpirun.BASE_CONFIG.items())))
     if key in _RUNS:
         return _RUNS[key]
     old = os.environ.pop("HPLSIM_BUSY_WAIT", None)
@@ -62,7 +62,7 @@ def _predict(config: HplConfig, busy_wait: str | None) -> Prediction:
         os.environ["HPLSIM_BUSY_WAIT"] = busy_wait
     try:
         platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
-        _RUNS[key] = predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=4, breakdown=True)
+        _RUNS[key] = predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=seed, breakdown=True)
         return _RUNS[key]
     finally:
         os.environ.pop("HPLSIM_BUSY_WAIT", None)
@@ -70,36 +70,49 @@ def _predict(config: HplConfig, busy_wait: str | None) -> Prediction:
             os.environ["HPLSIM_BUSY_WAIT"] = old
 
 
+def _busy_wait_case(bcast: int) -> HplConfig:
+    """12 ranks of one Dahu node under look-ahead, where exact polling simulates a quarter of
+    a million probes (E26's table used 4×8, N = 6000: about ten times the CPU). Q = 6 so
+    that BCAST 1 (1ringM) and 2 (2ring) send along different trees (at Q = 4 they coincide).
+    Ending a wait at its first failed probe, hinted or not (E3's mistake), makes this run
+    40 % slower; SimGrid's growing probe delay, 3 % (below)."""
+    return HplConfig(n=2000, nb=64, p=2, q=6, bcast=bcast, depth=1, pfact=1, rfact=2, swap=0)
+
+
 @pytest.mark.parametrize("bcast", [1, 2, 4])
 def test_busy_waits_end_when_polling_would(bcast):
     """E3, E15: turning HPL's busy-wait on a panel into the receive that follows it gives the
-    time that probing at every smpi/iprobe step gives (exact polling, slow to simulate)."""
-    config = HplConfig(n=6000, nb=64, p=4, q=8, bcast=bcast, depth=1, pfact=1, rfact=2, swap=0)
+    time that probing at every smpi/iprobe step gives (exact polling, slow to simulate).
+    The long broadcast (4) never probes: hints must leave it alone."""
+    config = _busy_wait_case(bcast)
     exact = _predict(config, "poll").time_s
     assert _predict(config, None).time_s == pytest.approx(exact, rel=2e-3)
 
 
 def test_update_loop_hints_end_busy_waits_with_fewer_probes():
     """E15: HPL's loops that only poll say so, and their first failed probe ends the wait."""
-    config = HplConfig(n=6000, nb=64, p=4, q=8, bcast=1, depth=1, pfact=1, rfact=2, swap=0)
+    config = _busy_wait_case(1)
     hinted = _predict(config, None).breakdown["probes"]
     polled = _predict(config, "poll").breakdown["probes"]
     assert hinted["busy_waits_hinted"] > 0 and polled["busy_waits_hinted"] == 0
     assert hinted["real"] < polled["real"] / 2
 
 
-@pytest.mark.parametrize("config", [
-    HplConfig(n=8000, nb=128, p=8, q=8, pfact=2, rfact=1, nbmin=4, bcast=1, depth=1, swap=2),
-    HplConfig(n=2000, nb=64, p=8, q=4, pfact=2, rfact=1, nbmin=4, bcast=1, depth=1, swap=2),
-], ids=["8x8", "8x4"])
-def test_probes_between_swap_steps_are_not_taken_for_a_busy_wait(config):
+@pytest.mark.parametrize("config, seed", [
+    # E26's case (slow); the 8×4 one deadlocks the same way, at a fifth of the CPU
+    pytest.param(HplConfig(n=8000, nb=128, p=8, q=8, pfact=2, rfact=1, nbmin=4, bcast=1, depth=1, swap=2), 4,
+                 marks=pytest.mark.slow, id="8x8"),
+    pytest.param(HplConfig(n=2000, nb=64, p=8, q=4, pfact=2, rfact=1, nbmin=4, bcast=1, depth=1, swap=2), 1,
+                 id="8x4"),
+])
+def test_probes_between_swap_steps_are_not_taken_for_a_busy_wait(config, seed):
     """E26: a long (spread-roll) swap under look-ahead probes for the next panel at each of
     its steps; with nothing to send in a row of steps, those probes follow each other with
     no time passing. Counting them as a busy-wait blocked the rank in a receive for the
     panel while a swap partner waited for it: these runs deadlocked (the 8×4 one was
-    found by the population studies). Only HPL's loops that do nothing but poll end a
-    wait now."""
-    p = _predict(config, None)
+    found by the population studies; with E3's counting rule put back it deadlocks at
+    seeds 1 and 2, not at 4). Only HPL's loops that do nothing but poll end a wait now."""
+    p = _predict(config, None, seed)
     assert p.gflops > 0 and p.breakdown["probes"]["busy_waits_hinted"] > 0
 
 
@@ -129,7 +142,7 @@ def test_simgrid_growing_probe_delay_is_off_and_would_matter(monkeypatch):
     from hplsim.emulate import smpirun
 
     assert smpirun.BASE_CONFIG["smpi/grow-injected-times"] == "no"
-    config = HplConfig(n=6000, nb=64, p=4, q=8, bcast=2, depth=1, pfact=1, rfact=2, swap=0)
+    config = _busy_wait_case(2)
     exact = _predict(config, "poll").time_s
     monkeypatch.setitem(smpirun.BASE_CONFIG, "smpi/grow-injected-times", "yes")
     grown = _predict(config, "poll").time_s

@@ -17,6 +17,7 @@ import pytest
 
 from hplsim.errors import HplsimError
 from hplsim.sweep.store import ResultStore
+from helpers import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "factorial.py"
@@ -36,6 +37,25 @@ fb = _load()
 def script(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, timeout=600)
+
+
+def in_process(*args: object, cwd: Path, capfd, monkeypatch) -> subprocess.CompletedProcess:
+    """The script's entry point (`run_main(main)`, what `__main__` runs) in this process:
+    its exit code, stdout and stderr (its pool's workers' too: file descriptors 1 and 2) as
+    `script` gives them, without a new interpreter (a second and a half of imports each).
+    pytest's signal handlers stay; warnings are issued afresh, as in a new command."""
+    import hplsim.errors
+    import hplsim.processes
+
+    monkeypatch.setattr(hplsim.processes, "handle_signals", lambda: None)
+    monkeypatch.chdir(cwd)
+    hplsim.errors.reset_warnings()
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        fb.run_main(lambda: fb.main(list(map(str, args))))
+    out = capfd.readouterr()
+    code = exc.value.code
+    return subprocess.CompletedProcess(args, code if isinstance(code, int) else 1, out.out, out.err)
 
 
 @pytest.fixture(scope="module")
@@ -98,18 +118,18 @@ def test_selection(data):
         fb.parse_config("2,256,1,0")
 
 
-def test_help_lists_every_option(tmp_path):
-    out = script("--help", cwd=tmp_path)
+def test_help_lists_every_option(tmp_path, capfd, monkeypatch):
+    out = in_process("--help", cwd=tmp_path, capfd=capfd, monkeypatch=monkeypatch)
     assert out.returncode == 0
     for option in ("--bcast", "--depth", "--swap", "--configs", "--n", "--seed", "--jobs", "--grid", "--store",
                    "--json", "--dry-run", "--swap2-as-swap1", "--retry-failed", "--data"):
         assert option in out.stdout, option
 
 
-def test_dry_run_lists_the_selection_and_the_reference(tmp_path):
+def test_dry_run_lists_the_selection_and_the_reference(tmp_path, capfd, monkeypatch):
     store = tmp_path / "s.sqlite"
-    out = script("--dry-run", "--bcast", "0", "5", "--depth", "0", "--swap", "2", "--swap2-as-swap1",
-                 "--store", store, cwd=tmp_path)
+    out = in_process("--dry-run", "--bcast", "0", "5", "--depth", "0", "--swap", "2", "--swap2-as-swap1",
+                     "--store", store, cwd=tmp_path, capfd=capfd, monkeypatch=monkeypatch)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[-1] == "3 runs: 0 stored, 3 to run, 0 failed before"
@@ -148,16 +168,19 @@ def test_bad_input_is_one_error_line(args, fragment, tmp_path, monkeypatch, caps
     assert not (tmp_path / "s.sqlite").exists()
 
 
-def test_a_store_that_is_not_one_is_refused_in_one_line(tmp_path):
+def test_a_store_that_is_not_one_is_refused_in_one_line(tmp_path, capfd, monkeypatch):
     (tmp_path / "notes.txt").write_text("not a database\n")
-    out = script("--n", "4000", "--grid", "2x2", "--configs", "2,1,0", "--store", tmp_path / "notes.txt",
-                 cwd=tmp_path)
+    # in process: a traceback would be an exception other than SystemExit, failing the test
+    out = in_process("--n", "4000", "--grid", "2x2", "--configs", "2,1,0", "--store", tmp_path / "notes.txt",
+                     cwd=tmp_path, capfd=capfd, monkeypatch=monkeypatch)
     assert out.returncode != 0
     errors = [line for line in out.stderr.splitlines() if line.startswith("hplsim: error:")]
     assert len(errors) == 1 and "not an hplsim results store" in errors[0] and "Traceback" not in out.stderr
 
 
 def test_a_real_run_is_resumed_through_the_store(tmp_path):
+    # the runs as a program: a pool started in this process would leave multiprocessing's
+    # helper process behind it, for the tests that check nothing outlives a command
     store, first, second = tmp_path / "s.sqlite", tmp_path / "first.json", tmp_path / "second.json"
     out = script("--n", "4000", "--grid", "2x2", "--configs", "0,0,0", "5,1,1", "--store", store,
                  "--json", first, cwd=tmp_path)
@@ -171,10 +194,9 @@ def test_a_real_run_is_resumed_through_the_store(tmp_path):
     assert rows[(2, 1, 0)]["rel_error"] == 0
     assert doc["summary"]["hplsim"]["configurations"] == 2
 
-    # The figure is `hplsim predict`'s, to the bit.
-    pred = subprocess.run([sys.executable, "-m", "hplsim.cli", "predict", "--preset", "dahu", "-N", "4000",
-                           "-P", "2", "-Q", "2", "--bcast", "5", "--depth", "1", "--swap", "1", "--seed", "1",
-                           "--json"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    # The figure is `hplsim predict`'s, to the bit (its command line, in this process).
+    pred = run_cli("predict", "--preset", "dahu", "-N", "4000", "-P", "2", "-Q", "2", "--bcast", "5",
+                   "--depth", "1", "--swap", "1", "--seed", "1", "--json", cwd=tmp_path)
     assert pred.returncode == 0, pred.stderr
     assert json.loads(pred.stdout)[0]["gflops"] == rows[(5, 1, 1)]["hplsim_gflops"]
 

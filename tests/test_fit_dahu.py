@@ -39,8 +39,10 @@ def test_dgemm_raw_maps_to_the_platform_host(dgemm_calls):
 
 
 def test_per_cpu_m2_beats_m1_in_cross_validation(dgemm_calls):
+    # 3 folds of 26,160 calls per CPU (each model fitted on 17,440): M1's CV CRPS and RMSE
+    # are ~3x M2's, the same ratios to two digits as with 5 folds
     for (host, cpu), g in per_cpu(dgemm_calls):
-        table = compare(g, "dgemm", [("M1", "N2"), ("M2", "N2")], folds=5).set_index("option")
+        table = compare(g, "dgemm", [("M1", "N2"), ("M2", "N2")], folds=3).set_index("option")
         m1, m2 = table.loc["M1,N2"], table.loc["M2,N2"]
         print(f"{host} cpu{cpu}: CV CRPS M1 {m1.cv_crps:.4g} s, M2 {m2.cv_crps:.4g} s; CV RMSE M1 {m1.cv_rmse:.4g} s, "
               f"M2 {m2.cv_rmse:.4g} s; R² M1 {m1.r2:.5f}, M2 {m2.r2:.5f}; CV coverage90 M2 {m2.cv_coverage90:.3f}")

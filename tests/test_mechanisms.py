@@ -98,15 +98,19 @@ def test_folded_panels_predict_as_private_panels(config, monkeypatch):
 
 
 #: The long broadcasts cut the panel into Q pieces. SMPI 3.32 does not copy a message that
-#: begins inside a private window (csrc/kernel-models/panel.c, lab notebook E30): on 2 x 64 a
-#: piece began between the window's start and DPIV (the window then started 64 bytes before
-#: DPIV; MPI_ERR_TRUNCATE), and with NB 8 on 2 x 72 the pieces are shorter than DPIV itself,
-#: so that such panels stay unfolded - on every rank alike (deciding per rank failed at
-#: N = 300 and ran at N = 600; both cases failed before E30).
+#: begins inside a private window (csrc/kernel-models/panel.c, lab notebook E30): on 2 x 64
+#: with NB 64 a piece began between the window's start and DPIV (the window then started 64
+#: bytes before DPIV; MPI_ERR_TRUNCATE), and with NB 8 on 2 x 72 the pieces are shorter than
+#: DPIV itself, so that such panels stay unfolded - on every rank alike (deciding per rank
+#: failed at N = 300 and ran at N = 600; both cases failed before E30). The cases here are
+#: smaller grids on the same paths: with Q = NB the last piece of a panel with no rows below
+#: begins one double before DPIV, as on 2 x 64 (the window placed 64 bytes before DPIV again:
+#: MPI_ERR_TRUNCATE); with Q above about NB the panels stay unfolded, and both the other
+#: cases fail with MPI_ERR_TRUNCATE if they are folded, or decided per rank as first done.
 WIDE_GRID_CASES = [
-    HplConfig(n=1024, nb=64, p=2, q=64, bcast=4, depth=0, swap=0, pfact=0, rfact=1),
-    HplConfig(n=300, nb=8, p=2, q=72, bcast=5, depth=1, swap=0),
-    HplConfig(n=600, nb=8, p=2, q=72, bcast=4, depth=0, swap=0),
+    HplConfig(n=256, nb=16, p=2, q=16, bcast=4, depth=0, swap=0, pfact=0, rfact=1),
+    HplConfig(n=300, nb=8, p=2, q=16, bcast=5, depth=1, swap=0),
+    HplConfig(n=200, nb=4, p=2, q=16, bcast=4, depth=0, swap=0),
 ]
 
 

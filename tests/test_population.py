@@ -238,8 +238,10 @@ def test_variability_scales_the_spread(pop_model):
 
 def test_predict_draws_the_cluster_from_the_seed(pop_model):
     """The issue's interface: same seed, same Gflops and draw; another seed, another."""
+    # 32 ranks fill dahu-0, both its CPUs; N = 2,000 is 16 panels, every rank holding part
+    # of the matrix, for a quarter of N = 8,000's CPU
     def run(seed: int, *extra: str) -> dict:
-        r = run_cli("predict", "-N", "8000", "--nb", "128", "-P", "4", "-Q", "8", "--model", pop_model,
+        r = run_cli("predict", "-N", "2000", "--nb", "128", "-P", "4", "-Q", "8", "--model", pop_model,
                     "--seed", seed, "--json", *extra)
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)[0]

@@ -29,6 +29,7 @@ two_cores = pytest.mark.skipif(len(available_cores()) < 2, reason="needs 2 cores
 
 
 @two_cores
+@pytest.mark.exclusive  # its Gflops against this machine's dgemm
 def test_run_real_n2000_passes_with_plausible_gflops(tmp_path):
     r = run_cli("run-real", "-N", 2000, "--nb", 64, "-P", 1, "-Q", 2, "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -85,6 +86,7 @@ def test_run_real_repeat_archive(tmp_path):
 
 
 @two_cores
+@pytest.mark.exclusive  # its probes against this machine's dgemm
 def test_run_real_probe_brackets_every_run(tmp_path):
     """--probe measures the machine's dgemm speed before the first run and after each: a
     chain (one run's after is the next one's before), at a rate an independent dgemm

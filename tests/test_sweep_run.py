@@ -1,7 +1,8 @@
-"""Sweeps that run: the same 24 configurations on the local pool, on a real Dask cluster on
-loopback and through submitit's local mode give the same store; a sweep killed with
-SIGKILL resumes to exactly one result per run; two sweeps share one store; failed runs
-are retried on request; `sweep show` reads it all back.
+"""Sweeps that run: 24 configurations on the local pool; 8 of them on a real Dask cluster on
+loopback and through submitit's local mode give the same results as the local pool; a
+sweep of 12 killed with SIGKILL resumes to exactly one result per run, the local pool's;
+two sweeps share one store; failed runs are retried on request; `sweep show` reads it
+all back.
 
 Runs are small (N <= 3000, at most 4 ranks: ~0.2-0.5 s of simulation each)."""
 
@@ -29,6 +30,31 @@ from helpers import Result, run_cli
 SPEC24 = """\
 hpl:
   n: [2000, 3000]
+  nb: [64]
+  grids: [[1, 2], [2, 1], [2, 2]]
+  bcast: [0, 1]
+  depth: [0, 1]
+seeds: [1]
+"""
+
+# Sub-products of SPEC24: what an executor or an interruption is checked on. Their runs are
+# runs of local24 (the same hashes); the whole 24 are checked on the local pool.
+# 8 runs, each of n, grid and bcast taking two values: an executor that stored an outcome
+# under another run's hash, lost a run or ran it otherwise than the local pool would differ.
+SPEC8 = """\
+hpl:
+  n: [2000, 3000]
+  nb: [64]
+  grids: [[1, 2], [2, 2]]
+  bcast: [0, 1]
+  depth: [1]
+seeds: [1]
+"""
+
+# 12 runs, the longest of SPEC24 (N = 3000): a sweep interrupted after a few still has most to do.
+SPEC12 = """\
+hpl:
+  n: [3000]
   nb: [64]
   grids: [[1, 2], [2, 1], [2, 2]]
   bcast: [0, 1]
@@ -66,6 +92,20 @@ def spec24(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def spec8(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("spec") / "spec8.yaml"
+    path.write_text(SPEC8)
+    return path
+
+
+@pytest.fixture(scope="module")
+def spec12(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("spec") / "spec12.yaml"
+    path.write_text(SPEC12)
+    return path
+
+
+@pytest.fixture(scope="module")
 def local24(spec24, tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("local") / "local.sqlite"
     result = run_sweep(load_spec(spec24), db, LocalExecutor(2), progress=False, log=lambda m: None)
@@ -75,6 +115,13 @@ def local24(spec24, tmp_path_factory) -> Path:
 
 def expected_hashes(spec_path: Path, tmp_path: Path) -> set[str]:
     return {t.hash for t in make_plan(load_spec(spec_path), tmp_path, None).tasks}
+
+
+def local_results(local24: Path, spec_path: Path, tmp_path: Path) -> dict[str, tuple]:
+    """local24's outcomes of the runs of `spec_path` (a sub-product of SPEC24: all of them)."""
+    wanted, stored = expected_hashes(spec_path, tmp_path), results(local24)
+    assert wanted <= set(stored)
+    return {h: stored[h] for h in wanted}
 
 
 def test_local_pool_stores_one_result_per_configuration(local24, spec24, tmp_path):
@@ -89,24 +136,24 @@ def test_local_pool_stores_one_result_per_configuration(local24, spec24, tmp_pat
     assert json.loads(out.stdout)[0]["gflops"] == run["gflops"]
 
 
-def test_dask_on_loopback_gives_the_same_store(local24, spec24, tmp_path):
+def test_dask_on_loopback_gives_the_same_store(local24, spec8, tmp_path):
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster:
         address = cluster.scheduler_address.replace("tcp://", "dask://")
-        out = hplsim("sweep", str(spec24), "--db", "dask.sqlite", "--executor", address, "--no-progress",
+        out = hplsim("sweep", str(spec8), "--db", "dask.sqlite", "--executor", address, "--no-progress",
                      cwd=tmp_path)
-    assert "24 ok, 0 failed" in out.stderr and "dask tcp://127.0.0.1" in out.stderr
-    assert results(tmp_path / "dask.sqlite") == results(local24)
+    assert "8 ok, 0 failed" in out.stderr and "dask tcp://127.0.0.1" in out.stderr
+    assert results(tmp_path / "dask.sqlite") == local_results(local24, spec8, tmp_path)
 
 
-def test_submitit_local_gives_the_same_store(local24, spec24, tmp_path):
+def test_submitit_local_gives_the_same_store(local24, spec8, tmp_path):
     db = tmp_path / "submitit.sqlite"
     executor = SubmititExecutor("local", work_dir(db) / "submitit", jobs=2, poll_s=0.2)
-    result = run_sweep(load_spec(spec24), db, executor, progress=False, log=lambda m: None)
-    assert (result.ok, result.failed) == (24, 0)
-    assert results(db) == results(local24)
+    result = run_sweep(load_spec(spec8), db, executor, progress=False, log=lambda m: None)
+    assert (result.ok, result.failed) == (8, 0)
+    assert results(db) == local_results(local24, spec8, tmp_path)
 
 
 def test_dask_executor_reports_an_unreachable_scheduler():
@@ -178,10 +225,10 @@ def describe_process(pid: int) -> str:
     return f"{pid} {state} in {wchan or '-'}: {command}"
 
 
-def test_sigkill_mid_sweep_then_restart(spec24, local24, tmp_path):
+def test_sigkill_mid_sweep_then_restart(spec12, local24, tmp_path):
     db = tmp_path / "killed.sqlite"
     marker = f"kill-{os.getpid()}-{time.time_ns()}"
-    proc = start_sweep_and_wait(spec24, db, tmp_path, marker)
+    proc = start_sweep_and_wait(spec12, db, tmp_path, marker)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     # the workers die with their coordinator and take their simulations with them
@@ -189,13 +236,13 @@ def test_sigkill_mid_sweep_then_restart(spec24, local24, tmp_path):
     with ResultStore(db, create=False) as store:
         assert store.integrity() == "ok"
         partial = len(store.runs())
-    assert 4 <= partial < 24
+    assert 4 <= partial < 12
 
-    out = hplsim("sweep", str(spec24), "--db", str(db), "--no-progress", cwd=tmp_path)
-    assert f"{partial} already stored; {24 - partial} to run" in out.stderr
+    out = hplsim("sweep", str(spec12), "--db", str(db), "--no-progress", cwd=tmp_path)
+    assert f"{partial} already stored; {12 - partial} to run" in out.stderr
     stored_runs = results(db)
-    assert len(stored_runs) == 24 and set(stored_runs) == expected_hashes(spec24, tmp_path)
-    assert stored_runs == results(local24)  # same outcomes as a sweep never interrupted
+    assert len(stored_runs) == 12 and set(stored_runs) == expected_hashes(spec12, tmp_path)
+    assert stored_runs == local_results(local24, spec12, tmp_path)  # same outcomes as a sweep never interrupted
     with ResultStore(db, create=False) as store:
         assert [s["status"] for s in store.sweeps()] == ["running", "done"]  # the killed one never ended
         assert all(r["attempts"] == 1 for r in store.runs())
@@ -328,10 +375,10 @@ model:
     assert "What if" in text and "slow-net" in text and "seeds" in text
 
 
-def test_ctrl_c_stops_the_simulations_and_keeps_what_is_stored(spec24, local24, tmp_path):
+def test_ctrl_c_stops_the_simulations_and_keeps_what_is_stored(spec12, local24, tmp_path):
     db = tmp_path / "interrupted.sqlite"
     marker = f"int-{os.getpid()}-{time.time_ns()}"
-    proc = start_sweep_and_wait(spec24, db, tmp_path, marker, runs=2)
+    proc = start_sweep_and_wait(spec12, db, tmp_path, marker, runs=2)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted after" in err
@@ -339,6 +386,6 @@ def test_ctrl_c_stops_the_simulations_and_keeps_what_is_stored(spec24, local24, 
     with ResultStore(db, create=False) as store:
         assert [s["status"] for s in store.sweeps()] == ["interrupted"]
         partial = len(store.runs())
-    out = hplsim("sweep", str(spec24), "--db", str(db), "--no-progress", cwd=tmp_path)
+    out = hplsim("sweep", str(spec12), "--db", str(db), "--no-progress", cwd=tmp_path)
     assert f"{partial} already stored" in out.stderr
-    assert results(db) == results(local24)
+    assert results(db) == local_results(local24, spec12, tmp_path)

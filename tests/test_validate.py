@@ -5,7 +5,6 @@ docs/validate.md run as written."""
 from __future__ import annotations
 
 import json
-import math
 import re
 import shutil
 import statistics
@@ -18,8 +17,8 @@ import pytest
 import yaml
 
 from conftest import REPO
-from docexamples import run_examples
-from helpers import assert_one_line_error, run_cli
+from docexamples import examples, run_examples
+from helpers import Result, assert_one_line_error, run_cli
 from hplsim.calibrate.archive import read_archive
 from hplsim.calibrate.hpl_designs import default_configs, hpl_blas_design, hpl_leading_dimension, trace_configs
 from hplsim.hpl.config import HplConfig
@@ -34,12 +33,31 @@ needs_tools = pytest.mark.skipif(
     reason="needs OpenMPI, SimGrid and 2 cores")
 
 
+# the examples of docs/validate.md run once (a minute of calibration and real runs on both
+# cores); the tests below read what they wrote
+
+
+@pytest.fixture(scope="module")
+def doc_run(tmp_path_factory) -> tuple[Path, dict[str, Result]]:
+    """Each `hplsim` line of docs/validate.md, run in order in one folder: the folder and
+    each command's result."""
+    where = tmp_path_factory.mktemp("validate-doc")
+    results = run_examples(DOC, where)
+    commands = examples(DOC)[1]
+    assert len(results) == len(commands) >= 6  # each ran and exited 0
+    return where, dict(zip(commands, results))
+
+
+def _result(doc_run: tuple[Path, dict[str, Result]], *words: str) -> Result:
+    (found,) = [r for command, r in doc_run[1].items() if all(w in command.split() for w in words)]
+    return found
+
+
 @needs_tools
-def test_validate_tiny_end_to_end(tmp_path):
-    out = tmp_path / "v"
-    r = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 2, "--quick",
-                "--out", out, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+def test_validate_tiny_end_to_end(doc_run):
+    """The docs' validation: two configurations, two rounds of real runs (--repeat 2)."""
+    out = doc_run[0] / "tiny"
+    (r,) = [r for command, r in doc_run[1].items() if "validate" in command and "--reuse" not in command]
     # the table: one line per configuration, predicted and real Gflops, error
     assert "predicted" in r.stdout and "real median" in r.stdout
     assert "WR11C2R4 N=2000 NB=64 1x2" in r.stdout and "WR11C2R4 N=2000 NB=64 2x1" in r.stdout
@@ -78,12 +96,10 @@ def test_validate_tiny_end_to_end(tmp_path):
         return (datetime.fromisoformat(meta[0]["start_time"]).timestamp(),
                 datetime.fromisoformat(meta[1]["end_time"]).timestamp())
 
-    # --min-seconds 10: each configuration runs max(R, ceil(10 s / its first run's time))
-    # times, at most 3R, once in the first round and its other runs in the second (N = 2000
-    # runs in well under a second on an idle machine: 6 runs; fewer when others load it)
-    first = real_runs[real_runs["repetition"] == 0].set_index(["p", "q"])["time_s"]
-    runs = {pq: min(6, max(2, math.ceil(10 / max(t, 0.005)))) for pq, t in first.items()}
-    assert list(real_runs.groupby("repetition").size()) == [2, sum(runs.values()) - 2]
+    # --min-seconds 0: each configuration runs exactly R = 2 times, once per round (without
+    # it, short runs repeat up to 3R times: test_real.py); the option reaches run-real
+    runs = {(1, 2): 2, (2, 1): 2}
+    assert list(real_runs.groupby("repetition").size()) == [2, 2]
     assert table.set_index(["p", "q"])["real_runs"].to_dict() == runs
     rounds = [(real_runs["start"][real_runs["repetition"] == r].min(), ends[real_runs["repetition"] == r].max())
               for r in (0, 1)]
@@ -92,10 +108,11 @@ def test_validate_tiny_end_to_end(tmp_path):
     assert rounds[1][1] <= when(2)[0]
     assert not (out / "calibration" / "pass-3").exists()
     fitted_on = yaml.safe_load((out / "model.yaml").read_text())["provenance"]["dgemm_dtrsm"]
-    assert sorted(fitted_on) == sorted(str(out / "calibration" / f"pass-{i}" / f"{f}.zip")
+    # as given: validate ran with --out tiny, relative to its folder
+    assert sorted(fitted_on) == sorted(f"tiny/calibration/pass-{i}/{f}.zip"
                                        for i in (0, 1, 2) for f in ("dgemm", "dtrsm"))
     traced_on = yaml.safe_load((out / "model.yaml").read_text())["provenance"]["other_kernels"]
-    assert traced_on == [str(out / "calibration" / f"pass-{i}" / "trace.zip") for i in (0, 1, 2)]
+    assert traced_on == [f"tiny/calibration/pass-{i}/trace.zip" for i in (0, 1, 2)]
     # the machine's drift: the calibration's dgemm calls, first pass against last, shape by
     # shape (recomputed from the archives: how far the machine drifted depends on its load)
     drift = summary["calibration_drift"]
@@ -120,9 +137,7 @@ def test_validate_tiny_end_to_end(tmp_path):
     assert "machine probe" in r.stdout
 
     # --reuse: nothing is measured again, the same real runs are read back
-    r2 = run_cli("validate", "-N", 2000, "--nb", 64, "-P", "1,2", "-Q", "2,1", "--repeat", 2, "--quick",
-                 "--out", out, "--reuse", "--json", cwd=tmp_path)
-    assert r2.returncode == 0, r2.stderr
+    r2 = _result(doc_run, "validate", "--reuse", "--json")
     assert "calibrating" not in r2.stderr and "running the real HPL" not in r2.stderr
     assert "pass 3/3" not in r2.stderr
     doc = json.loads(r2.stdout)
@@ -283,13 +298,13 @@ def test_local_platform_spec_loads():
 
 
 @needs_tools
-def test_docs_examples_run(tmp_path):
-    assert len(run_examples(DOC, tmp_path)) >= 4  # each ran and exited 0
-    assert (tmp_path / "tiny" / "validation.csv").exists()
-    assert (tmp_path / "real.zip").exists()
+def test_docs_examples_run(doc_run):
+    where = doc_run[0]
+    assert (where / "tiny" / "validation.csv").exists()
+    assert (where / "real.zip").exists()
     # hplsim fit --method time-share refits validate's models from its archives, law for law
-    refit = load_model(tmp_path / "refit.yaml").default.kernels
-    assert refit == load_model(tmp_path / "tiny" / "model.yaml").default.kernels
+    refit = load_model(where / "refit.yaml").default.kernels
+    assert refit == load_model(where / "tiny" / "model.yaml").default.kernels
 
 
 def test_design_uses_hpl_leading_dimension_and_covers_every_update_shape():

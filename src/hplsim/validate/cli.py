@@ -55,7 +55,7 @@ def validate(**opts) -> None:
 
     \b
     hplsim validate --out validation/
-    hplsim validate -N 2000 --nb 64 -P 1,2 -Q 2,1 --repeat 1 --quick --out tiny/
+    hplsim validate -N 2000 --nb 64 -P 1,2 -Q 2,1 --repeat 2 --min-seconds 0 --quick --out tiny/
     """
     if any_hpl_option(opts):
         base = read_hpl_dat(opts["hpl_dat"]) if opts["hpl_dat"] else None
