@@ -426,3 +426,33 @@ def test_data_warnings_reach_the_metadata(tmp_path: Path) -> None:
     a = read_archive(tmp_path / "w.zip")
     assert a.metadata["status"] == "complete" and a.metadata["run"]["constant"] == 1e-310
     assert any("subnormal" in w for w in a.metadata["warnings"])
+
+
+@pytest.mark.parametrize("core, flags, warned", [
+    ("Prescott", {"sse2", "avx", "avx2", "avx512f"}, True),  # Debian's 0.3.21 on an AVX-512 Xeon
+    ("SkylakeX", {"sse2", "avx", "avx2", "avx512f"}, False),
+    ("Haswell", {"sse2", "avx", "avx2"}, False),
+])
+def test_a_blas_that_runs_older_kernels_than_the_cpu_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   core: str, flags: set[str], warned: bool) -> None:
+    """An OpenBLAS older than the CPU model falls back to old kernels (Debian's 0.3.21 runs
+    Prescott's on an AVX-512 Xeon: 15 Gflops per core where 75 are there). The calibration
+    measures that BLAS, which HPL links too; the warning says why it is slow and what to set."""
+    from hplsim.calibrate import metadata
+    from hplsim.calibrate.tools import BLAS_TOOL
+    from hplsim.errors import reset_warnings, warnings_issued
+
+    fake = tmp_path / "blas"
+    fake.write_text(f"#!/bin/sh\necho 'OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY (core: {core})'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(metadata, "cpu_flags", lambda: flags)
+    reset_warnings()
+    try:
+        found = metadata.versions(metadata.CommandLog(), {BLAS_TOOL: fake}, with_mpi=False)
+        issued = [w for w in warnings_issued() if "kernels on a CPU with" in w]
+    finally:
+        reset_warnings()
+    assert found["openblas"].endswith(f"(core: {core})")
+    assert issued == ([f"OpenBLAS runs its {core} kernels on a CPU with AVX-512: dgemm, and so HPL, runs here "
+                       "well below the CPU; OPENBLAS_CORETYPE=SkylakeX selects the AVX-512 kernels of an "
+                       "OpenBLAS built for several CPUs (DYNAMIC_ARCH)"] if warned else [])

@@ -48,3 +48,56 @@ def l1_set_span_bytes(default: int = 4096) -> int:
         except (OSError, ValueError):
             continue
     return default
+
+
+def cpu_flags() -> set[str]:
+    """The instruction-set flags of this host's first CPU (/proc/cpuinfo), empty where unknown."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return set(line.split(":", 1)[1].split())
+    except (OSError, IndexError):
+        pass
+    return set()
+
+
+#: x86 vector extensions, narrowest first, with the OpenBLAS kernel set (its
+#: OPENBLAS_CORETYPE name) that uses each
+_VECTOR_ISAS = (("avx", "AVX", "Sandybridge"), ("avx2", "AVX2", "Haswell"), ("avx512f", "AVX-512", "SkylakeX"))
+#: OpenBLAS's x86 kernel sets (`openblas_get_corename()`, lower case) by the widest extension
+#: they use; a name not listed is an older, SSE-only one (Prescott, Core2, Nehalem, …)
+_CORE_ISA = {"sandybridge": "avx", "bulldozer": "avx", "piledriver": "avx", "steamroller": "avx",
+             "excavator": "avx", "haswell": "avx2", "zen": "avx2", "skylakex": "avx512f",
+             "cooperlake": "avx512f", "sapphirerapids": "avx512f"}
+
+
+def blas_below_cpu(blas_version: str | None, flags: set[str]) -> str | None:
+    """Why this BLAS runs below the CPU: its kernels use a narrower vector extension than
+    the CPU has (a CPU model newer than the OpenBLAS, which then falls back to old
+    kernels). None when it uses the widest, or when it cannot tell.
+
+    >>> blas_below_cpu("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64 (core: Prescott)",
+    ...                {"sse2", "avx", "avx2", "avx512f"})
+    'OpenBLAS runs its Prescott kernels on a CPU with AVX-512: dgemm, and so HPL, runs here well below the CPU; OPENBLAS_CORETYPE=SkylakeX selects the AVX-512 kernels of an OpenBLAS built for several CPUs (DYNAMIC_ARCH)'
+    >>> blas_below_cpu("OpenBLAS 0.3.21 DYNAMIC_ARCH (core: SkylakeX)", {"avx", "avx2", "avx512f"}) is None
+    True
+    >>> blas_below_cpu("OpenBLAS 0.3.26 (core: Haswell)", {"avx", "avx2"}) is None
+    True
+    >>> blas_below_cpu("OpenBLAS 0.3.26 (core: armv8)", {"fp", "asimd"}) is None
+    True
+    """
+    import re
+
+    found = re.search(r"\(core: ([\w-]+)\)", blas_version or "")
+    have = [isa for isa in _VECTOR_ISAS if isa[0] in flags]
+    if found is None or not have:
+        return None
+    core = found.group(1)
+    used = _CORE_ISA.get(core.lower())
+    used_rank = next((i for i, isa in enumerate(_VECTOR_ISAS) if isa[0] == used), -1)
+    widest = have[-1]
+    if _VECTOR_ISAS.index(widest) <= used_rank:
+        return None
+    return (f"OpenBLAS runs its {core} kernels on a CPU with {widest[1]}: dgemm, and so HPL, runs here well "
+            f"below the CPU; OPENBLAS_CORETYPE={widest[2]} selects the {widest[1]} kernels of an OpenBLAS "
+            "built for several CPUs (DYNAMIC_ARCH)")

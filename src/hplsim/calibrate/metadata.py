@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hplsim import __version__
+from hplsim.errors import warn
+from hplsim.sysinfo import blas_below_cpu, cpu_flags
 
 MAX_STREAM = 64 * 1024
 SECRET = re.compile(r"TOKEN|SECRET|PASSW|KEY|CREDENTIAL|COOKIE", re.I)
@@ -125,6 +127,11 @@ def versions(log: CommandLog, tools: dict[str, Path], with_mpi: bool) -> dict[st
         out["mpi_library"] = _first_line(log.run([str(tools[MPI_TOOL]), "--version"], timeout=30).stdout)
     if BLAS_TOOL in tools:
         out["openblas"] = _first_line(log.run([str(tools[BLAS_TOOL]), "--version"], timeout=30).stdout)
+        # what the calibration measures is this BLAS, rightly (HPL links it too); but a user
+        # who expects the CPU's speed must know why it is a fraction of it
+        below = blas_below_cpu(out["openblas"], cpu_flags())
+        if below:
+            warn(below)
     simgrid = None
     if shutil.which("pkg-config"):
         simgrid = _first_line(log.run(["pkg-config", "--modversion", "simgrid"], timeout=30).stdout)

@@ -31,7 +31,7 @@ from hplsim.tune.constraints import SEARCHED, Space
 from hplsim.tune.cost import estimate_s
 from hplsim.models.intervals import Interval, combine, model_rsd, t_half, z_half
 from hplsim.tune.law import Law, compute_coefficients, fit_law
-from hplsim.tune.runner import BudgetSpent, Runner
+from hplsim.tune.runner import RESERVE_PER_RUN_S, BudgetSpent, Runner
 
 ETA = 3  # successive halving keeps the best 1/ETA at each size
 #: ordered parameters along which the refinement keeps stepping while Gflops improves
@@ -94,6 +94,12 @@ def neighbours(space: Space, point: dict) -> list[tuple[str, dict]]:
     return out
 
 
+def _run_cost(c: HplConfig) -> float:
+    """What the runner charges a run against the budget before starting it: its estimated
+    simulation time and the reserve for its set-up (runner.py)."""
+    return estimate_s(c) + RESERVE_PER_RUN_S
+
+
 def _screen_cost(m0: int, sizes: tuple[int, ...], ref: HplConfig) -> float:
     total, m = 0.0, m0
     for n in sizes:
@@ -146,6 +152,18 @@ def make_plan(space: Space, n_final: int, budget_s: float, ref: HplConfig) -> Pl
     return Plan(sizes, m0, late + _screen_cost(m0, sizes, ref))
 
 
+def _affordable(points: list[dict], cost, allowance: float) -> list[dict]:
+    """The first points, in order, whose costs add up to at most `allowance` (the first
+    point, the anchor, always)."""
+    kept, total = [], 0.0
+    for point in points:
+        total += cost(point)
+        if kept and total > allowance:
+            break
+        kept.append(point)
+    return kept
+
+
 def first_rung(space: Space, m0: int, anchor: dict, seed: int) -> list[dict]:
     """m0 points: the anchor, then round-robin over the grids, each grid's points drawn at
     random (seeded) from the rest of the space."""
@@ -195,13 +213,22 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
     """`plan`: from `checked_plan`; `n_for(point)`: the final N of a point (the memory
     rule, or the user's -N)."""
     sizes = plan.sizes
-    say(f"plan: {plan.screened} configurations at N={sizes[0]}, the best third at each of N="
-        f"{', '.join(map(str, sizes[1:]))}; estimated {plan.estimate_s:.0f} s of simulation")
     anchor = _point_of(anchor_config, space)
     notes: list[str] = []
 
     # 1. successive halving
     alive = first_rung(space, plan.screened, anchor, seed)
+    # The plan priced every screened point as the anchor, without the runner's reserve per
+    # run; the runner charges each point its own estimate (a long broadcast costs more) and
+    # the reserve, and refuses a batch that does not fit (911 points planned for 600 s of
+    # which it wanted 672.6 s: "the budget ran out before the first simulations"). Keep the
+    # points the budget pays for, once the later rungs' planned share is set aside.
+    later = plan.estimate_s - plan.screened * estimate_s(_at(anchor_config, sizes[0]))
+    allowance = runner.budget_s - runner.spent_s - later
+    alive = _affordable(alive, lambda pt: _run_cost(space.config(pt, sizes[0])) if pt["nb"] <= sizes[0] else 0.0,
+                        allowance)
+    say(f"plan: {len(alive)} configurations at N={sizes[0]}, the best third at each of N="
+        f"{', '.join(map(str, sizes[1:]))}; estimated {plan.estimate_s:.0f} s of simulation")
     scores: dict[int, dict[tuple, float]] = {}
     reached = 0
     try:
