@@ -145,3 +145,17 @@ def test_budget_is_a_hard_cap_on_a_slower_machine(tmp_path, monkeypatch):
     doc = json.loads(out)
     assert "budget ran out" in err and doc["warnings"] and doc["best"]["gflops"] > 0
     assert 9 < doc["search"]["spent_s"] <= doc["search"]["budget_s"] == 12 and doc["search"]["failed"]
+
+
+def test_the_first_rung_keeps_what_the_budget_pays_for_at_the_runners_prices():
+    """The plan prices screened points as the anchor and without the runner's reserve per
+    run; the first rung then keeps, in order, the points whose own costs fit (the anchor
+    always): a plan of 911 points for 600 s was refused whole before (it wanted 672.6 s)."""
+    from hplsim.tune.search import _affordable
+
+    points = [{"i": i} for i in range(10)]
+    cost = {i: 1.0 + (i % 3) for i in range(10)}  # 1, 2, 3, 1, 2, 3, …
+    kept = _affordable(points, lambda p: cost[p["i"]], 7.5)
+    assert [p["i"] for p in kept] == [0, 1, 2, 3]  # 1 + 2 + 3 + 1 = 7; + 2 would be 9
+    assert [p["i"] for p in _affordable(points, lambda p: 5.0, 1.0)] == [0]  # the anchor, even over
+    assert len(_affordable(points, lambda p: 0.1, 100.0)) == 10
