@@ -20,7 +20,7 @@ times only enforce the budget.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import fmean, stdev
 
 import numpy as np
@@ -227,6 +227,7 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
     allowance = runner.budget_s - runner.spent_s - later
     alive = _affordable(alive, lambda pt: _run_cost(space.config(pt, sizes[0])) if pt["nb"] <= sizes[0] else 0.0,
                         allowance)
+    plan = replace(plan, screened=len(alive))  # what the outputs report
     say(f"plan: {len(alive)} configurations at N={sizes[0]}, the best third at each of N="
         f"{', '.join(map(str, sizes[1:]))}; estimated {plan.estimate_s:.0f} s of simulation")
     scores: dict[int, dict[tuple, float]] = {}
