@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import spread, write_json  # noqa: E402
+from _common import run_main, spread, write_json  # noqa: E402
 
 from hplsim.emulate.memory import hugepage_mount, max_map_count  # noqa: E402
 from hplsim.emulate.smpirun import _descendants  # noqa: E402  (the simulation's processes)
@@ -263,4 +263,4 @@ def report_laws(scenario: str, rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -36,7 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, reference_dir, write_json  # noqa: E402
+from _common import REPO, reference_dir, run_main, write_json  # noqa: E402
 
 from hplsim.models.modelfile import load_model  # noqa: E402
 from hplsim.models.population import draw_cluster, with_variability  # noqa: E402
@@ -164,4 +164,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import spread, write_json  # noqa: E402
+from _common import run_main, spread, write_json  # noqa: E402
 
 from hplsim.sweep.executors import LocalExecutor, default_jobs, usable_cores  # noqa: E402
 from hplsim.sweep.plan import make_plan  # noqa: E402
@@ -91,4 +91,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import spread, write_json  # noqa: E402
+from _common import run_main, spread, write_json  # noqa: E402
 
 from hplsim.emulate.trace import read_trace  # noqa: E402
 from hplsim.report.browser import open_page  # noqa: E402
@@ -120,4 +120,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_json  # noqa: E402
+from _common import run_main, write_json  # noqa: E402
 
 from hplsim.hpl.config import HplConfig  # noqa: E402
 from hplsim.models.modelfile import load_model, save_model  # noqa: E402
@@ -89,6 +89,7 @@ def main() -> None:
     if args.tiny:
         args.n, args.repeat, args.min_seconds, args.budget, args.replicates = 1500, 1, 0.0, "60s", 2
 
+    budget_s = _budget(args.budget)  # before an hour of measurements, not after
     out = Path(args.out or f"tune-real-{time.strftime('%Y%m%d-%H%M%S')}")
     say = lambda m: print(f"  {m}", file=sys.stderr, flush=True)  # noqa: E731
     load0 = os.getloadavg()
@@ -129,7 +130,7 @@ def main() -> None:
           f"central value (range {min(widths):.2g}-{max(widths):.2g} %)")
 
     # 4. tune, then the recommendation and the grid for real
-    result = run_tune(TuneRequest(budget_s=_budget(args.budget), seed=args.seed, platform_path=platform_path,
+    result = run_tune(TuneRequest(budget_s=budget_s, seed=args.seed, platform_path=platform_path,
                                   model_path=model_path, n=args.n, db=out / "tune.sqlite", jobs=1, say=say))
     best = result["best"]
     print(f"tune: N={best['n']} NB={best['nb']} {best['p']}x{best['q']} PFACT {best['pfact']} RFACT {best['rfact']} "
@@ -163,4 +164,4 @@ def _budget(text: str) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

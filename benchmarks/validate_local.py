@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import write_json  # noqa: E402
+from _common import run_main, write_json  # noqa: E402
 
 from hplsim.calibrate.hpl_designs import default_configs  # noqa: E402
 from hplsim.calibrate.local import CalibrationSettings  # noqa: E402
@@ -68,4 +68,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -26,3 +26,18 @@ def test_benchmark_answers_help(script, monkeypatch, capsys):
         runpy.run_path(str(script), run_name="__main__")
     assert exit_.value.code in (0, None)
     assert "usage:" in capsys.readouterr().out
+
+
+def test_tune_real_refuses_a_bad_budget_before_measuring(tmp_path, monkeypatch, capsys):
+    """One error line and no output folder: the budget was read after an hour of calibration
+    and real runs, and a typo ended the run there with a traceback."""
+    script = REPO / "benchmarks" / "tune_real.py"
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", [str(script), "--budget", "nonsense", "--out", str(out)])
+    monkeypatch.syspath_prepend(str(script.parent))
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_path(str(script), run_name="__main__")
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["hplsim: error: --budget 'nonsense' is not a duration like 20m, 2h, 1h30m or 600s"]
+    assert not out.exists()
