@@ -18,13 +18,18 @@ def test_there_are_benchmarks():
     assert len(SCRIPTS) >= 8
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
-def test_benchmark_answers_help(script, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", [str(script), "--help"])
+def run_script(script, args: list[str], monkeypatch) -> object:
+    """The script as `python SCRIPT ARGS` runs it, in this process: its exit code."""
+    monkeypatch.setattr(sys, "argv", [str(script), *args])
     monkeypatch.syspath_prepend(str(script.parent))
     with pytest.raises(SystemExit) as exit_:
         runpy.run_path(str(script), run_name="__main__")
-    assert exit_.value.code in (0, None)
+    return exit_.value.code
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_benchmark_answers_help(script, monkeypatch, capsys):
+    assert run_script(script, ["--help"], monkeypatch) in (0, None)
     assert "usage:" in capsys.readouterr().out
 
 
@@ -33,11 +38,7 @@ def test_tune_real_refuses_a_bad_budget_before_measuring(tmp_path, monkeypatch, 
     and real runs, and a typo ended the run there with a traceback."""
     script = REPO / "benchmarks" / "tune_real.py"
     out = tmp_path / "out"
-    monkeypatch.setattr(sys, "argv", [str(script), "--budget", "nonsense", "--out", str(out)])
-    monkeypatch.syspath_prepend(str(script.parent))
-    with pytest.raises(SystemExit) as exit_:
-        runpy.run_path(str(script), run_name="__main__")
-    assert exit_.value.code == 2
+    assert run_script(script, ["--budget", "nonsense", "--out", str(out)], monkeypatch) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["hplsim: error: --budget 'nonsense' is not a duration like 20m, 2h, 1h30m or 600s"]
     assert not out.exists()

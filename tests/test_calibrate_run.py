@@ -22,7 +22,7 @@ import yaml
 
 from conftest import REPO
 from docexamples import examples, run_python
-from helpers import assert_one_line_error, run_cli, system_dgemm_gflops
+from helpers import assert_one_line_error, processes_mentioning, run_cli, system_dgemm_gflops
 
 # The docs' calibrations measure this machine (Gflops against its BLAS, a ping-pong in
 # microseconds, a probe's delay): every test that reads them is `exclusive`, so that the
@@ -258,19 +258,6 @@ def test_network_fit_of_our_archive_writes_the_probe_semantics(docs: DocRun, tmp
 
 # ---------------------------------------------------------------- interruption
 
-def _children_of(tmp: Path) -> list[int]:
-    """Processes whose command line mentions `tmp` (the runs' temporary files live there)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if str(tmp) in (d / "cmdline").read_bytes().decode(errors="replace"):
-                    pids.append(int(d.name))
-            except OSError:
-                pass
-    return pids
-
-
 def _interrupt_when_measuring(argv: list[str], tmp: Path, sig: int, total: int) -> subprocess.CompletedProcess:
     """Start hplsim, wait until its progress bar shows measured rows, send `sig`."""
     env = dict(os.environ, TMPDIR=str(tmp))
@@ -321,7 +308,7 @@ def test_interrupted_dgemm_leaves_an_aborted_archive(tmp_path: Path, sig: int, c
     first = calls[calls["rank"] == 0].sort_values("start")
     assert first.m.tolist() == design.m.tolist()[: len(first)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["i.zip"]  # no temporary file left
-    assert _children_of(tmp_path) == []  # every measuring process stopped
+    assert processes_mentioning(tmp_path) == []  # every measuring process stopped
 
 
 def test_interrupted_mpi_leaves_an_aborted_archive(tmp_path: Path) -> None:
@@ -334,7 +321,7 @@ def test_interrupted_mpi_leaves_an_aborted_archive(tmp_path: Path) -> None:
     assert a.metadata["status"] == "aborted" and 0 < len(a.table("mpi")) < 10000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.zip"]
     time.sleep(0.5)
-    assert _children_of(tmp_path) == []
+    assert processes_mentioning(tmp_path) == []
 
 
 def test_interrupt_before_measuring_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

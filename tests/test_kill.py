@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from hplsim.sweep.store import ResultStore
+from helpers import processes_mentioning
 
 HPLSIM = [sys.executable, "-m", "hplsim.cli"]
 SETTLE_S = 3.0  # how long the children may take to go after hplsim died (a run left alone lasts longer)
@@ -336,12 +337,4 @@ def test_a_signal_while_a_child_is_forked_interrupts_once_and_leaves_no_child(ne
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["interrupted", str(int(signal.SIGTERM))]
     assert "Traceback" not in r.stderr and "ignored" not in r.stderr, r.stderr
-    left = [d.name for d in Path("/proc").iterdir() if d.name.isdigit() and _cmdline_has(d, mark)]
-    assert left == []
-
-
-def _cmdline_has(proc: Path, text: str) -> bool:
-    try:
-        return text.encode() in (proc / "cmdline").read_bytes()
-    except OSError:
-        return False
+    assert processes_mentioning(mark) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -86,8 +87,6 @@ def blas_below_cpu(blas_version: str | None, flags: set[str]) -> str | None:
     >>> blas_below_cpu("OpenBLAS 0.3.26 (core: armv8)", {"fp", "asimd"}) is None
     True
     """
-    import re
-
     found = re.search(r"\(core: ([\w-]+)\)", blas_version or "")
     have = [isa for isa in _VECTOR_ISAS if isa[0] in flags]
     if found is None or not have:
