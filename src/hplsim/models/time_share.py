@@ -139,7 +139,7 @@ def _typical_factor(calls: pd.DataFrame, y: np.ndarray, fitted: np.ndarray) -> t
     order = np.argsort(ratios)
     cum = np.cumsum(np.asarray(weights)[order])
     factor = float(np.asarray(ratios)[order][np.searchsorted(cum, 0.5 * cum[-1])])
-    return factor, [round(r, 4) for r in ratios]
+    return factor, ratios  # unrounded: law_rsd takes their spread, which can be a few 1e-3
 
 
 #: dgemm's wide calls (more columns than rows: 2×1's trailing updates, n ≈ 2m) get a law of
