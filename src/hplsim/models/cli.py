@@ -241,6 +241,11 @@ def run_time_share_fit(meas: Measurements, opts: dict[str, Any]) -> dict[str, An
     model.uncertainty = {**kept, **{k: v for k, v in fitted_rsd.items() if v is not None}}
     for kernel, rsd in fitted_rsd.items():
         groups = len(summaries[kernel].group_factors)
+        factors = [f for f in summaries[kernel].group_factors if f > 0]
+        if rsd is not None and max(factors) > 2 * min(factors):
+            warn(f"{kernel}: its calibration groups ran {max(factors) / min(factors):.1f} times apart "
+                 f"(measured/fitted {min(factors):.3g} … {max(factors):.3g}): the machine was busy or "
+                 f"changed between passes; its uncertainty ({100 * rsd:.2g} %) is that spread")
         _echo(f"{kernel}: uncertainty {'none (one group of calls)' if rsd is None else f'{100 * rsd:.2g} %'} "
               f"from {groups} group(s) (calibration passes, traced runs)")
     save_model(model, opts["output"])
