@@ -389,3 +389,35 @@ def test_one_disturbed_pass_does_not_move_the_fitted_law():
     whole, s1 = fit_time_share(calls.drop(columns="source"), "dtrsm")
     assert s1.group_factors == [s1.factor] and s1.factor > 1.25
     assert (whole.predict(sizes) / truth > 1.2).all()
+
+
+def test_the_level_follows_hpls_own_calls_when_traced_runs_are_given():
+    """Three calibration passes of dgemm at the law, and six traced HPL runs whose calls
+    all take 15 % longer (what HPL's calls did among the other ranks' work on an AVX-512
+    VM, E31), one of them stalled: the law's level is the traced runs' (within 1 %), not
+    the passes' that outweigh the undisturbed ones 4 to 1; without the traced runs, the passes'."""
+    from hplsim.models.time_share import fit_time_share
+
+    rng = np.random.default_rng(3)
+    rows = []
+    law = lambda m, n, k: 2e-11 * m * n * k + 3e-10 * m * n  # noqa: E731
+    for p in range(3):  # ten repetitions of each shape
+        for m in (1000, 2000, 4000, 8000):
+            for n in (1000, 2000, 4000, 8000):
+                for _ in range(10):
+                    rows.append((f"pass-{p}/dgemm.zip", np.nan, m, n, 128, law(m, n, 128) * rng.lognormal(0, 0.01)))
+    for r in range(6):  # HPL's calls: the same shapes, once each
+        for m in (1000, 2000, 4000, 8000):
+            for n in (1000, 2000, 4000, 8000):
+                slow = 1.15 * (3.0 if r == 4 else 1.0)
+                rows.append(("trace.zip:kernels", float(r), m, n, 128, slow * law(m, n, 128) * rng.lognormal(0, 0.01)))
+    calls = pd.DataFrame(rows, columns=["source", "run", "m", "n", "k", "duration"])
+    traced = calls["run"].notna()
+    assert calls["duration"][~traced].sum() > 4 * calls["duration"][traced & (calls["run"] != 4)].sum()
+    sizes = {"m": np.array([6000.0]), "n": np.array([6000.0]), "k": np.array([128.0])}
+    truth = law(6000, 6000, 128)
+    model, summary = fit_time_share(calls, "dgemm")
+    assert model.predict(sizes)[0] / truth == pytest.approx(1.15, rel=0.01)
+    assert len(summary.group_factors) == 9  # every group's ratio still feeds the uncertainty
+    alone, _ = fit_time_share(calls[~traced], "dgemm")
+    assert alone.predict(sizes)[0] / truth == pytest.approx(1.0, rel=0.01)
