@@ -42,3 +42,14 @@ def test_tune_real_refuses_a_bad_budget_before_measuring(tmp_path, monkeypatch, 
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["hplsim: error: --budget 'nonsense' is not a duration like 20m, 2h, 1h30m or 600s"]
     assert not out.exists()
+
+
+def test_simgrid_versions_refuses_a_prefix_without_simgrid(tmp_path, monkeypatch, capsys):
+    """A --simgrid folder without smpirun/smpicc: one error line, before any build or run
+    (the comparison would otherwise time the same SimGrid twice)."""
+    script = REPO / "benchmarks" / "simgrid_versions.py"
+    (tmp_path / "bin").mkdir()
+    assert run_script(script, ["--simgrid", str(tmp_path), "--work", str(tmp_path / "w")], monkeypatch) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"hplsim: error: --simgrid {tmp_path}: no bin/smpirun and bin/smpicc there"]
+    assert not (tmp_path / "w").exists()
