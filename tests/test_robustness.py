@@ -244,3 +244,23 @@ def test_the_kernel_report_taken_on_every_run_changes_nothing(tmp_path, monkeypa
     monkeypatch.setattr(hplsim.predict, "KERNEL_REPORT", False)
     without = json.loads(invoke(["predict", *SMALL, "--seed", "3", "--json"], tmp_path)[1])[0]
     assert with_report["time_s"] == without["time_s"] and with_report["gflops"] == without["gflops"]
+
+
+def test_write_json_takes_numpy_scalars_and_refuses_other_objects(tmp_path):
+    """numpy's scalars are written as the numbers they hold (dahu_validation.py lost an
+    hour-long run's --json to an int64 from pandas); anything else json cannot write is
+    still a TypeError, and no file is left behind."""
+    import json
+
+    import numpy as np
+
+    from hplsim.outputs import write_json
+
+    path = write_json(tmp_path / "a.json", {"n": np.int64(250000), "g": np.float64(20718.5), "ok": np.bool_(True),
+                                            "rows": [np.int32(3)]}, "test")
+    assert json.loads(path.read_text()) == {"n": 250000, "g": 20718.5, "ok": True, "rows": [3]}
+    with pytest.raises(TypeError):
+        write_json(tmp_path / "b.json", {"a": np.array([1, 2])}, "test")
+    with pytest.raises(TypeError):
+        write_json(tmp_path / "c.json", {"a": object()}, "test")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]

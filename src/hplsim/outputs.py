@@ -100,8 +100,17 @@ def write_bytes(path: Path | str, data: bytes, what: str) -> Path:
     return Path(path)
 
 
+def _json_scalar(obj: Any) -> Any:
+    """numpy's scalars (a pandas column's max, an argmax) as the Python numbers they hold:
+    `json` knows neither, and a benchmark lost an hour-long run's JSON to an int64."""
+    item = getattr(obj, "item", None)
+    if callable(item) and type(obj).__module__ == "numpy" and getattr(obj, "ndim", None) == 0:
+        return item()
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
 def write_json(path: Path | str, doc: Any, what: str, indent: int = 2) -> Path:
-    return write_text(path, json.dumps(doc, indent=indent) + "\n", what)
+    return write_text(path, json.dumps(doc, indent=indent, default=_json_scalar) + "\n", what)
 
 
 def save_figure(fig: Any, path: Path | str, what: str = "plot", **kwargs: Any) -> Path:
