@@ -29,7 +29,9 @@ def spread(values: list[float]) -> str:
 def write_json(path: str | None, doc) -> None:
     if path:
         tmp = Path(path).with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=2) + "\n")
+        from hplsim.outputs import _json_scalar  # numpy's scalars, as hplsim's own writer
+
+        tmp.write_text(json.dumps(doc, indent=2, default=_json_scalar) + "\n")
         tmp.replace(path)
 
 
