@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -27,12 +26,11 @@ def spread(values: list[float]) -> str:
 
 
 def write_json(path: str | None, doc) -> None:
+    """`--json PATH`, if given, through hplsim's one writer (atomic, numpy's scalars as numbers)."""
     if path:
-        tmp = Path(path).with_suffix(".tmp")
-        from hplsim.outputs import _json_scalar  # numpy's scalars, as hplsim's own writer
+        from hplsim.outputs import write_json as write
 
-        tmp.write_text(json.dumps(doc, indent=2, default=_json_scalar) + "\n")
-        tmp.replace(path)
+        write(path, doc, "the figures (--json)")
 
 
 class Parser(argparse.ArgumentParser):

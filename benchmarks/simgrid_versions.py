@@ -61,7 +61,8 @@ def version(env: dict[str, str]) -> str:
         out = subprocess.run(["smpirun", "-version"], env=env, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HplsimError(f"smpirun -version did not run: {exc}") from None
-    return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else "?"
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else "?"
 
 
 def predict(args: list[str], env: dict[str, str], seed: int) -> dict:

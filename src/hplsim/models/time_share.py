@@ -131,7 +131,7 @@ def _typical_factor(calls: pd.DataFrame, y: np.ndarray, fitted: np.ndarray) -> t
     running the same calls; inside HPL a call runs among the other ranks' polling, copies
     and swaps. On a 2-core AVX-512 VM HPL's own dgemm calls ran 4–15 % longer than the law
     fitted to the calibration passes run around them, in every pass, and the real runs
-    sided with HPL's calls (the closed loop's mean error +16.0 % → +5.0 %, lab notebook
+    sided with HPL's calls (the closed loop's mean error +16.0 % → +2.7 %, lab notebook
     E31). The calibration passes, each 30–100 times a traced run's fitted total, would
     otherwise rule the weighted median. Where HPL's calls run like the calibration's (the
     AMD VM of E20–E24: −1.5 %), the two medians agree."""
