@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
-from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (REPO, Parser, prepare_store, reference_data, run_main,  # noqa: E402
@@ -182,6 +181,8 @@ def summarise(pred: Mapping[Key, float], real: Mapping[Key, float], keys: Sequen
     worst = max(errors, key=lambda k: abs(errors[k]), default=None)
     rho = None
     if len(keys) >= 3:
+        from scipy import stats  # here: the simulation workers re-import this script, and need none of it
+
         with warnings.catch_warnings():  # constant input: scipy warns and answers nan
             warnings.simplefilter("ignore")
             r = float(stats.spearmanr([pred[k] for k in keys], [real[k] for k in keys]).statistic)

@@ -78,11 +78,14 @@ def test_each_method_fits_every_kernel_of_a_real_archive(archive, hplsim, tmp_pa
     assert {"dgemm", "dtrsm", "idamax", "dscal", "HPL_dlaswp00N"} <= set(kernels) <= set(KERNEL_VARIABLES)
     if method == "time-share":
         assert "dtrsv" in kernels
-    calls = read_measurements([*archive["blas"], *archive["traces"]]).kernels
+    # either law describes the calls that set its level: positive, and their total time
+    # within 50 %. Time-share's level follows HPL's traced calls when there are any (E31);
+    # the short calibration passes here can run 2x apart from them on a loaded machine
+    level_set_by = archive["traces"] if method == "time-share" else [*archive["blas"], *archive["traces"]]
+    calls = read_measurements(level_set_by).kernels
     dgemm = calls[calls["kernel"] == "dgemm"]
     sizes = {v: dgemm[v].to_numpy(float) for v in ("m", "n", "k")}
     predicted = kernels["dgemm"].predict(sizes)
-    # either law describes the measured calls: positive, and their total time within 50 %
     assert (predicted > 0).all()
     assert 0.5 < float(predicted.sum()) / float(dgemm["duration"].sum()) < 1.5
     assert json.loads(out)["method"] == method

@@ -61,6 +61,15 @@ def read_text(path: Path | str, what: str) -> str:
         raise HplsimError(f"{what} {path}: not a text file") from None
 
 
+def safe_loader() -> type:
+    """PyYAML's safe loader on libyaml's parser when PyYAML was built with it: the same
+    constructor, so the same documents, seven times faster (the Dahu model file: 0.16 s of
+    every `hplsim predict` in pure Python)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def parse_yaml(text: str, where: str, what: str = "YAML") -> Any:
     """A document parsed from YAML (JSON is YAML), or one error ``WHERE: not valid WHAT at
     line L``.
@@ -72,10 +81,12 @@ def parse_yaml(text: str, where: str, what: str = "YAML") -> Any:
     import yaml  # here: PyYAML is not needed by the modules that only declare fields
 
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=safe_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark else ""
+        # libyaml marks an error at the end of the text on the line after the last one
+        lines = max(1, len(text.splitlines()))
+        line = f" at line {min(mark.line + 1, lines)}" if mark else ""
         raise HplsimError(f"{where}: not valid {what}{line}") from None
 
 

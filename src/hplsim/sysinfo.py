@@ -72,19 +72,14 @@ _CORE_ISA = {"sandybridge": "avx", "bulldozer": "avx", "piledriver": "avx", "ste
              "cooperlake": "avx512f", "sapphirerapids": "avx512f"}
 
 
-def blas_below_cpu(blas_version: str | None, flags: set[str]) -> str | None:
-    """Why this BLAS runs below the CPU: its kernels use a narrower vector extension than
-    the CPU has (a CPU model newer than the OpenBLAS, which then falls back to old
-    kernels). None when it uses the widest, or when it cannot tell.
+def wider_blas_core(blas_version: str | None, flags: set[str]) -> tuple[str, str, str] | None:
+    """When this BLAS runs a narrower vector extension than the CPU has: the kernel set it
+    runs, the CPU's widest extension and the OPENBLAS_CORETYPE that selects it. None when it
+    uses the widest, or when it cannot tell.
 
-    >>> blas_below_cpu("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64 (core: Prescott)",
-    ...                {"sse2", "avx", "avx2", "avx512f"})
-    'OpenBLAS runs its Prescott kernels on a CPU with AVX-512: dgemm, and so HPL, runs here well below the CPU; OPENBLAS_CORETYPE=SkylakeX selects the AVX-512 kernels of an OpenBLAS built for several CPUs (DYNAMIC_ARCH)'
-    >>> blas_below_cpu("OpenBLAS 0.3.21 DYNAMIC_ARCH (core: SkylakeX)", {"avx", "avx2", "avx512f"}) is None
-    True
-    >>> blas_below_cpu("OpenBLAS 0.3.26 (core: Haswell)", {"avx", "avx2"}) is None
-    True
-    >>> blas_below_cpu("OpenBLAS 0.3.26 (core: armv8)", {"fp", "asimd"}) is None
+    >>> wider_blas_core("OpenBLAS 0.3.21 DYNAMIC_ARCH (core: Prescott)", {"sse2", "avx", "avx2", "avx512f"})
+    ('Prescott', 'AVX-512', 'SkylakeX')
+    >>> wider_blas_core("OpenBLAS 0.3.26 (core: Haswell)", {"avx", "avx2"}) is None
     True
     """
     found = re.search(r"\(core: ([\w-]+)\)", blas_version or "")
@@ -97,6 +92,26 @@ def blas_below_cpu(blas_version: str | None, flags: set[str]) -> str | None:
     widest = have[-1]
     if _VECTOR_ISAS.index(widest) <= used_rank:
         return None
-    return (f"OpenBLAS runs its {core} kernels on a CPU with {widest[1]}: dgemm, and so HPL, runs here well "
-            f"below the CPU; OPENBLAS_CORETYPE={widest[2]} selects the {widest[1]} kernels of an OpenBLAS "
+    return core, widest[1], widest[2]
+
+
+def blas_below_cpu(blas_version: str | None, flags: set[str]) -> str | None:
+    """Why this BLAS runs below the CPU: its kernels use a narrower vector extension than
+    the CPU has (a CPU model newer than the OpenBLAS, which then falls back to old
+    kernels). None when it uses the widest, or when it cannot tell.
+
+    >>> blas_below_cpu("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64 (core: Prescott)",
+    ...                {"sse2", "avx", "avx2", "avx512f"})
+    'OpenBLAS runs its Prescott kernels on a CPU with AVX-512: dgemm, and so HPL, runs here well below the CPU; OPENBLAS_CORETYPE=SkylakeX selects the AVX-512 kernels of an OpenBLAS built for several CPUs (DYNAMIC_ARCH)'
+    >>> blas_below_cpu("OpenBLAS 0.3.21 DYNAMIC_ARCH (core: SkylakeX)", {"avx", "avx2", "avx512f"}) is None
+    True
+    >>> blas_below_cpu("OpenBLAS 0.3.26 (core: armv8)", {"fp", "asimd"}) is None
+    True
+    """
+    wider = wider_blas_core(blas_version, flags)
+    if wider is None:
+        return None
+    core, isa, coretype = wider
+    return (f"OpenBLAS runs its {core} kernels on a CPU with {isa}: dgemm, and so HPL, runs here well "
+            f"below the CPU; OPENBLAS_CORETYPE={coretype} selects the {isa} kernels of an OpenBLAS "
             "built for several CPUs (DYNAMIC_ARCH)")

@@ -31,7 +31,7 @@ import yaml
 
 from hplsim import formats, tables
 from hplsim.errors import HplsimError
-from hplsim.formats import Field, Invalid, Record
+from hplsim.formats import Field, Invalid, Record, safe_loader
 
 FORMAT_VERSION = 1
 KINDS = ("dgemm", "dtrsm", "mpi", "hpl")  # hpl: real HPL runs (hplsim run-real)
@@ -291,7 +291,7 @@ def read_archive(path: str | os.PathLike[str]) -> Archive:
     if "metadata.yaml" not in raw:
         raise HplsimError(f"{p}: not a calibration archive (no metadata.yaml)")
     try:
-        metadata = yaml.safe_load(raw["metadata.yaml"]) or {}
+        metadata = yaml.load(raw["metadata.yaml"], Loader=safe_loader()) or {}
         log = json.loads(raw["commands.json"]) if "commands.json" in raw else []
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise HplsimError(f"{p}: corrupt metadata ({exc})") from None
