@@ -50,7 +50,8 @@ def one_run(extra: list[str]) -> dict:
     modules: collections.Counter[str] = collections.Counter()
     for r in rows:
         modules[r[5].split("::")[0]] += r[3] - r[2]
-    return {"wall_s": wall, "exit_code": out.returncode, "pytest": summary, "workers": workers,
+    failed = [line for line in out.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+    return {"wall_s": wall, "exit_code": out.returncode, "pytest": summary, "failed": failed, "workers": workers,
             "exclusive_s": sum(r[3] - r[2] for r in rows if r[4]), "tests": len(rows),
             "modules": dict(modules.most_common())}
 
@@ -69,6 +70,8 @@ def main() -> int:
         r = one_run(a.pytest_args)
         runs.append(r)
         print(f"run {i + 1}: {r['wall_s']:.0f} s wall ({r['pytest']}), exit code {r['exit_code']}")
+        for line in r["failed"]:
+            print(f"  {line}")
         for w, f in r["workers"].items():
             print(f"  {w}: tests {f['tests_s']:.0f} s, waiting for an exclusive test {f['waiting_s']:.0f} s, "
                   f"idle {f['idle_s']:.0f} s (first test at {f['first_start_s']:.0f} s, "

@@ -59,7 +59,8 @@ class Run:
     def __init__(self, args: list[str], cwd: Path, tmp: Path):
         self.mark = uuid.uuid4().hex
         self.tmp = tmp
-        self.env = {**os.environ, "HPLSIM_KILL_TEST": self.mark, "TMPDIR": str(tmp)}
+        # PYTHONFAULTHANDLER: a SIGABRT makes hplsim print every thread's stack (a hang's diagnosis)
+        self.env = {**os.environ, "HPLSIM_KILL_TEST": self.mark, "TMPDIR": str(tmp), "PYTHONFAULTHANDLER": "1"}
         self.proc = subprocess.Popen([*HPLSIM, *args], cwd=cwd, env=self.env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
 
@@ -74,8 +75,31 @@ class Run:
         time.sleep(delay)
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        _, err = self.proc.communicate(timeout=120)
+        try:
+            _, err = self.proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"hplsim still ran 120 s after signal {sig}:\n{self.hang_report()}") from None
         return self.proc.returncode, err
+
+    def hang_report(self) -> str:
+        """What a hung hplsim and its children were doing: each marked process's state and
+        wait channel, then hplsim's Python stacks (faulthandler, on SIGABRT)."""
+        lines = []
+        for pid in _marked(self.mark):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                wchan = Path(f"/proc/{pid}/wchan").read_text()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                lines.append(f"pid {pid} {stat} {wchan}: {cmd[:200]}")
+            except OSError:
+                continue
+        self.proc.send_signal(signal.SIGABRT)
+        try:
+            _, err = self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        return "\n".join(lines) + "\n" + err[-6000:]
 
     def assert_nothing_left(self) -> None:
         deadline = time.monotonic() + SETTLE_S
@@ -338,3 +362,49 @@ def test_a_signal_while_a_child_is_forked_interrupts_once_and_leaves_no_child(ne
     assert r.stdout.split() == ["interrupted", str(int(signal.SIGTERM))]
     assert "Traceback" not in r.stderr and "ignored" not in r.stderr, r.stderr
     assert processes_mentioning(mark) == []
+
+
+def test_an_interruption_never_leaves_subprocess_waitpid_lock_held(monkeypatch):
+    """Popen takes its `_waitpid_lock` with `acquire(False)` before the `try` that releases
+    it, and Python runs signal handlers right after that call: an exception there leaves
+    the lock held, and the next wait() blocks for ever (a SIGTERM hung `hplsim calibrate`
+    for 11 min in git's run). hplsim's handler raises again a moment later instead; anywhere
+    else it raises at once (inside the `with` and `try` that release the lock, too)."""
+    import linecache
+    from types import SimpleNamespace
+
+    import hplsim.processes as processes
+    from hplsim.errors import Interrupted
+
+    source = subprocess.__file__
+    racy = [i for i, line in enumerate(linecache.getlines(source), 1) if "_waitpid_lock.acquire(False)" in line]
+    safe = [i for i, line in enumerate(linecache.getlines(source), 1) if "with self._waitpid_lock:" in line]
+    assert racy and safe  # this Python's subprocess still has both shapes
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(processes.os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+
+    def frame(line: int, filename: str = source) -> SimpleNamespace:
+        return SimpleNamespace(f_code=SimpleNamespace(co_filename=filename), f_lineno=line, f_locals={"self": proc})
+
+    assert proc._waitpid_lock.acquire(False)  # as the racy line had just done
+    try:
+        for line in racy:
+            assert processes.in_waitpid_race(frame(line))
+            processes._raise(signal.SIGTERM, frame(line))  # no exception: deferred
+        for line in safe:  # inside `with`: the exception releases the lock
+            with pytest.raises(Interrupted):
+                processes._raise(signal.SIGTERM, frame(line))
+        assert not processes.in_waitpid_race(frame(racy[0], filename=__file__))
+    finally:
+        proc._waitpid_lock.release()
+    deadline = time.monotonic() + 5
+    while len(sent) < len(racy) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sent == [(os.getpid(), signal.SIGTERM)] * len(racy)  # raised again, later
+    # the lock free: raised at once, SIGINT as KeyboardInterrupt
+    with pytest.raises(Interrupted):
+        processes._raise(signal.SIGTERM, frame(racy[0]))
+    with pytest.raises(KeyboardInterrupt):
+        processes._raise(signal.SIGINT, frame(racy[0]))

@@ -153,19 +153,47 @@ def watch_parent(period: float = 0.2) -> None:
     threading.Thread(target=watch, name="hplsim-watch-parent", daemon=True).start()
 
 
+#: how long an interruption that landed inside subprocess's lock waits to be raised again
+RETRY_S = 0.01
+
+
+def in_waitpid_race(frame: Any) -> bool:
+    """Whether `frame` is a Popen method that has just taken the Popen's ``_waitpid_lock``
+    with ``acquire(False)`` and not yet entered the ``try`` that releases it. Python checks
+    for signals right after that call returns: an exception raised there leaves the lock
+    held, and every later ``wait()`` (subprocess.run's own clean-up among them) blocks for
+    ever. A SIGTERM hung ``hplsim calibrate`` so, in ``git rev-parse``'s run, for 11 min."""
+    if frame is None or frame.f_code.co_filename != subprocess.__file__:
+        return False
+    lock = getattr(frame.f_locals.get("self"), "_waitpid_lock", None)
+    if lock is None or not lock.locked():
+        return False
+    import linecache
+
+    return "_waitpid_lock.acquire(" in linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+
+
 def _raise(signum: int, frame: Any) -> None:
+    if in_waitpid_race(frame):
+        # raised again a moment later, once the lock is in its try (or released)
+        threading.Timer(RETRY_S, os.kill, (os.getpid(), signum)).start()
+        return
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Interrupted(signum)
 
 
 def handle_signals() -> None:
-    """SIGTERM and SIGHUP raise `Interrupted` in the main thread (SIGINT already raises
-    KeyboardInterrupt). Python's default for them is to die on the spot, running no
-    `finally`."""
+    """SIGTERM and SIGHUP raise `Interrupted` in the main thread, SIGINT KeyboardInterrupt,
+    never inside subprocess's lock (`in_waitpid_race`). Python's default for SIGTERM and
+    SIGHUP is to die on the spot, running no `finally`."""
     if threading.current_thread() is not threading.main_thread():
         return
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) in (signal.SIG_DFL, None):
             signal.signal(sig, _raise)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise)
 
 
 @contextlib.contextmanager
