@@ -53,3 +53,23 @@ def test_simgrid_versions_refuses_a_prefix_without_simgrid(tmp_path, monkeypatch
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"hplsim: error: --simgrid {tmp_path}: no bin/smpirun and bin/smpicc there"]
     assert not (tmp_path / "w").exists()
+
+
+def test_suite_time_reads_the_conftest_timeline_and_refuses_a_bad_repeat(tmp_path, monkeypatch, capsys):
+    """benchmarks/suite_time.py reads the lines tests/conftest.py writes with
+    HPLSIM_TEST_TIMELINE (worker, waited from, started, ended, exclusive, test)."""
+    script = REPO / "benchmarks" / "suite_time.py"
+    assert run_script(script, ["--repeat", "0"], monkeypatch) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["hplsim: error: --repeat must be at least 1"]
+    monkeypatch.syspath_prepend(str(script.parent))
+    from suite_time import read_timeline
+
+    import conftest
+
+    item = type("Item", (), {"nodeid": "tests/test_x.py::test_y[a\tb]"})()
+    monkeypatch.setenv("HPLSIM_TEST_TIMELINE", str(tmp_path / "t.tsv"))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    conftest._timeline(item, True, 10.0, 12.5)
+    ((worker, asked, started, ended, exclusive, nodeid),) = read_timeline(tmp_path / "t.tsv")
+    assert (worker, asked, started, exclusive, nodeid) == ("gw1", 10.0, 12.5, True, "tests/test_x.py::test_y[a\tb]")
+    assert ended >= started
