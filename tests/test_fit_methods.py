@@ -78,16 +78,20 @@ def test_each_method_fits_every_kernel_of_a_real_archive(archive, hplsim, tmp_pa
     assert {"dgemm", "dtrsm", "idamax", "dscal", "HPL_dlaswp00N"} <= set(kernels) <= set(KERNEL_VARIABLES)
     if method == "time-share":
         assert "dtrsv" in kernels
-    # either law describes the calls that set its level: positive, and their total time
-    # within 50 %. Time-share's level follows HPL's traced calls when there are any (E31);
-    # the short calibration passes here can run 2x apart from them on a loaded machine
-    level_set_by = archive["traces"] if method == "time-share" else [*archive["blas"], *archive["traces"]]
-    calls = read_measurements(level_set_by).kernels
-    dgemm = calls[calls["kernel"] == "dgemm"]
-    sizes = {v: dgemm[v].to_numpy(float) for v in ("m", "n", "k")}
-    predicted = kernels["dgemm"].predict(sizes)
-    assert (predicted > 0).all()
-    assert 0.5 < float(predicted.sum()) / float(dgemm["duration"].sum()) < 1.5
+    def total_ratio(archives: list[Path]) -> float:
+        """The law's total time over the archives' dgemm calls, against the measured one."""
+        calls = read_measurements(archives).kernels
+        dgemm = calls[calls["kernel"] == "dgemm"]
+        predicted = kernels["dgemm"].predict({v: dgemm[v].to_numpy(float) for v in ("m", "n", "k")})
+        assert (predicted > 0).all()
+        return float(predicted.sum()) / float(dgemm["duration"].sum())
+
+    if method == "time-share":
+        # its level is the weighted median over HPL's traced runs (E31): one of the two
+        # runs' totals exactly; the other may be far off when the load changed between them
+        assert min(abs(total_ratio([t]) - 1) for t in archive["traces"]) < 0.01
+    else:  # least squares over every call: their total time within 50 %
+        assert 0.5 < total_ratio([*archive["blas"], *archive["traces"]]) < 1.5
     assert json.loads(out)["method"] == method
     if method == "time-share":
         assert model.provenance["method"] == "time-share"
