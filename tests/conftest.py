@@ -50,8 +50,8 @@ def _select_blas_kernels() -> str | None:
 
     from hplsim.sysinfo import cpu_flags, wider_blas_core
 
-    if "OPENBLAS_CORETYPE" in os.environ:
-        return os.environ.get("HPLSIM_TESTS_CORETYPE")
+    if "OPENBLAS_CORETYPE" in os.environ:  # the user's, or (in a worker) the controller's choice
+        return None
     try:
         out = subprocess.run([sys.executable, "-c", _CORETYPE_PROBE], capture_output=True, text=True, timeout=60,
                              env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
@@ -60,7 +60,7 @@ def _select_blas_kernels() -> str | None:
     wider = wider_blas_core(f"(core: {out.stdout.strip()})", cpu_flags()) if out.returncode == 0 else None
     if wider is None:
         return None
-    os.environ["OPENBLAS_CORETYPE"] = os.environ["HPLSIM_TESTS_CORETYPE"] = wider[2]
+    os.environ["OPENBLAS_CORETYPE"] = wider[2]
     return wider[2]
 
 
@@ -119,7 +119,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
 
 def _timeline(item: pytest.Item, exclusive: bool, asked: float, started: float) -> None:
     """With HPLSIM_TEST_TIMELINE=FILE, one line per test (worker, waited-from, started,
-    ended, exclusive, test): where the suite's wall time goes (benchmarks/suite_timeline.py)."""
+    ended, exclusive, test): where the suite's wall time goes (benchmarks/suite_time.py)."""
     path = os.environ.get("HPLSIM_TEST_TIMELINE")
     if path:
         with open(path, "a") as f:
