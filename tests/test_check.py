@@ -23,7 +23,7 @@ from hplsim.calibrate.run_summary import summarise_archive, summarise_calls
 from hplsim.check.history import append_runs
 from hplsim.check.logs import ChangelogEntry, Outlier, parse_time
 from hplsim.check.verdicts import (
-    IMPROVEMENT, NOT_ENOUGH, NOT_TESTABLE, OK, REGRESSION, evaluate, prepare, check_at,
+    IMPROVEMENT, NOT_ENOUGH, NOT_TESTABLE, OK, REGRESSION, evaluate, prepare, check_at, replay_series,
 )
 from hplsim.errors import HplsimError
 
@@ -299,6 +299,22 @@ def test_replay_lists_every_past_alarm():
     assert {a["run_id"] for a in v[("n-1", 0)].alarms} <= {f"job{i}" for i in range(15, 20)}
     assert [(a["run_id"], a["verdict"]) for a in v[("n-2", 1)].alarms][0] == ("job22", IMPROVEMENT)
     assert v[("n-1", 1)].alarms == []
+
+
+def test_the_charts_get_the_replay_the_verdicts_were_judged_on():
+    """`replays` hands each series and its replay to the control charts (one replay for
+    both): the replay of that series, whether the verdicts list alarms or not."""
+    h = _history(runs=30, slow={("n-1", 0, 15): 1.2})
+    for listed in (True, False):
+        replays: dict = {}
+        v = evaluate(h, METRICS, 5, replay=listed, replays=replays)
+        assert list(replays) == [f"{x.host}/cpu{x.cpu}" for x in v]
+        for name, (series, frame) in replays.items():
+            pd.testing.assert_frame_equal(frame, replay_series(series, 5, 0.9999))
+            assert series.run_ids == [str(r) for r in series.runs["run_id"]]
+        assert (v[0].alarms is not None) == listed
+    flagged = replays["n-1/cpu0"][1]
+    assert flagged.loc[flagged["run_id"] == "job15", "verdict"].item() == REGRESSION
 
 
 # --------------------------------------------------------------------------- history file

@@ -110,9 +110,10 @@ def run(history: Path, metrics: str, window: int, gamma: float, since: str | Non
     data = read_history(history, host_format)
     if data.empty:
         raise HplsimError(f"{history}: no calibration run in the history")
-    verdicts = evaluate(data, names, window, gamma, log, start, end, skip, replay=replay)
+    replays: dict | None = {} if plot else None
+    verdicts = evaluate(data, names, window, gamma, log, start, end, skip, replay=replay, replays=replays)
     if plot:
-        _plots(plot, data, names, window, gamma, log, start, end, skip)
+        _plots(plot, replays, gamma, log)
     if as_json:
         json.dump(with_warnings([v.to_dict() for v in verdicts]), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
@@ -130,18 +131,13 @@ def run(history: Path, metrics: str, window: int, gamma: float, since: str | Non
         sys.exit(1)
 
 
-def _plots(folder: Path, data, metrics, window, gamma, log, start, end, skip) -> None:
+def _plots(folder: Path, replays: dict, gamma: float, log) -> None:
     from hplsim.check.plots import control_chart, overview
-    from hplsim.check.verdicts import replay_series, series_of
 
     check_dir(folder, "the charts (--plot)")
-    replays = {}
-    for s in series_of(data, metrics, log, start, end, skip):
-        if s.runs.empty:
-            continue
-        replays[f"{s.host}/cpu{s.cpu}"] = r = replay_series(s, window, gamma)
-        control_chart(s, r, gamma, log, folder / f"{s.host}-cpu{s.cpu}.png")
-    overview(replays, folder / "overview.png")
+    for s, frame in replays.values():
+        control_chart(s, frame, gamma, log, folder / f"{s.host}-cpu{s.cpu}.png")
+    overview({name: frame for name, (_, frame) in replays.items()}, folder / "overview.png")
 
 
 @check.command("add")

@@ -132,28 +132,43 @@ class Series:
     segment_start: np.ndarray  # per run: index of the first run of its segment
     resets: list[ChangelogEntry | None]  # per run: the changelog entry its segment starts at
     left_out: dict
+    # per run, out of `runs` once: a replay reads them thousands of times
+    run_ids: list[str] = field(default_factory=list)
+    times: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    def __post_init__(self) -> None:
+        if not self.run_ids and len(self.runs):
+            self.run_ids = [str(r) for r in self.runs["run_id"]]
+        if not len(self.times) and len(self.runs):
+            self.times = self.runs["start_time"].to_numpy(float)
 
 
 def prepare(group: pd.DataFrame, metrics: list[str], watch: list[str], changelog: list[ChangelogEntry],
             outliers: list[Outlier]) -> Series:
+    # numpy masks over the group, one frame at the end: a cluster's history has thousands
+    # of series, and each pandas selection costs a fraction of a millisecond
     host, cpu = str(group["host"].iloc[0]), int(group["cpu"].iloc[0])
     left_out = {}
-    df = group
+    keep = np.ones(len(group), dtype=bool)
     if outliers:
-        bad = np.array([any(o.matches(host, cpu, str(r)) for o in outliers) for r in df["run_id"]], dtype=bool)
+        bad = np.array([any(o.matches(host, cpu, str(r)) for o in outliers) for r in group["run_id"]], dtype=bool)
         if bad.any():
             left_out["outlier log"] = int(bad.sum())
-        df = df[~bad]
-    undated = ~np.isfinite(df["start_time"].to_numpy(float))
+        keep &= ~bad
+    all_times = group["start_time"].to_numpy(float)
+    undated = keep & ~np.isfinite(all_times)
     if undated.any():
         left_out["no start time"] = int(undated.sum())
-        df = df[~undated]
-    complete = np.isfinite(df[metrics].to_numpy(float)).all(axis=1)
-    if not complete.all():
-        left_out["missing values"] = int((~complete).sum())
-        df = df[complete]
-    df = df.sort_values("start_time", kind="stable").reset_index(drop=True)
-    times = df["start_time"].to_numpy(float)
+        keep &= ~undated
+    values = group[metrics].to_numpy(float)
+    incomplete = keep & ~np.isfinite(values).all(axis=1)
+    if incomplete.any():
+        left_out["missing values"] = int(incomplete.sum())
+        keep &= ~incomplete
+    rows = np.flatnonzero(keep)
+    rows = rows[np.argsort(all_times[rows], kind="stable")]
+    df = group.iloc[rows].reset_index(drop=True)
+    times = all_times[rows]
     entries = [e for e in changelog if e.applies_to(host)]
     resets: list[ChangelogEntry | None] = []
     for t in times:
@@ -162,8 +177,12 @@ def prepare(group: pd.DataFrame, metrics: list[str], watch: list[str], changelog
     starts = np.zeros(len(df), dtype=int)
     for i, e in enumerate(resets):
         starts[i] = 0 if e is None else int(np.searchsorted(times, e.time, side="left"))
-    return Series(host, cpu, list(metrics), list(watch), df, df[metrics].to_numpy(float),
-                  df[watch].to_numpy(float) if watch else np.empty((len(df), 0)), starts, resets, left_out)
+    # column-major, as a frame's to_numpy gives them: the tests' means and covariances then
+    # sum each metric's runs in the same order, to the bit
+    x = np.asfortranarray(values[rows])
+    w = np.asfortranarray(group[watch].to_numpy(float)[rows]) if watch else np.empty((len(df), 0))
+    return Series(host, cpu, list(metrics), list(watch), df, x, w, starts, resets, left_out,
+                  [str(r) for r in df["run_id"]], times)
 
 
 def _since_reset(s: Series, i: int) -> str:
@@ -210,8 +229,8 @@ def check_at(s: Series, i: int, r: int, gamma: float) -> Outcome:
         return Outcome(r, NOT_ENOUGH, 0, f"{i - start + 1} run(s){_since_reset(s, i)}: "
                                               f"need {need} reference runs + {r} under test")
     n = first - start
-    out = Outcome(r, NOT_ENOUGH, n, first_run=str(s.runs["run_id"].iloc[first]),
-                      first_time=float(s.runs["start_time"].iloc[first]))
+    out = Outcome(r, NOT_ENOUGH, n, first_run=s.run_ids[first],
+                      first_time=float(s.times[first]))
     if n < need:
         out.message = f"{n} reference run(s){_since_reset(s, i)}: need {need} (window {r})"
         return out
@@ -265,8 +284,8 @@ def evaluate_series(s: Series, window: int, gamma: float) -> SeriesVerdict:
     if notes:
         parts.append(notes)
     reset = s.resets[last]
-    return SeriesVerdict(**base, verdict=verdict, message="; ".join(parts), last_run=str(s.runs["run_id"].iloc[last]),
-                         last_time=float(s.runs["start_time"].iloc[last]),
+    return SeriesVerdict(**base, verdict=verdict, message="; ".join(parts), last_run=s.run_ids[last],
+                         last_time=float(s.times[last]),
                          reset_time=None if reset is None else reset.time,
                          reset_reason=None if reset is None else reset.reason, tests=tests)
 
@@ -278,7 +297,7 @@ def replay_series(s: Series, window: int, gamma: float) -> pd.DataFrame:
     rows = []
     for i in range(len(s.runs)):
         tests = _tests_at(s, i, window, gamma)
-        row = {"run_id": str(s.runs["run_id"].iloc[i]), "start_time": float(s.runs["start_time"].iloc[i]),
+        row = {"run_id": s.run_ids[i], "start_time": float(s.times[i]),
                "verdict": combine(t.status for t in tests)}
         for t in tests:
             row[f"status_r{t.r}"], row[f"statistic_r{t.r}"], row[f"threshold_r{t.r}"] = (
@@ -330,7 +349,11 @@ def series_of(history: pd.DataFrame, metrics: list[str], changelog: list[Changel
 
 def evaluate(history: pd.DataFrame, metrics: list[str], window: int = 5, gamma: float = 0.9999,
              changelog: list[ChangelogEntry] = (), since: float | None = None, until: float | None = None,
-             outliers: list[Outlier] = (), replay: bool = False) -> list[SeriesVerdict]:
+             outliers: list[Outlier] = (), replay: bool = False,
+             replays: dict[str, tuple[Series, pd.DataFrame]] | None = None) -> list[SeriesVerdict]:
+    """The verdict of every series. `replay`: each verdict also lists its past alarms.
+    `replays`: filled with each series that has runs and its `replay_series` (what the
+    control charts draw), computed once for both."""
     if window < 1:
         raise HplsimError(f"window must be at least 1, got {window}")
     if not 0 < gamma < 1:
@@ -342,7 +365,10 @@ def evaluate(history: pd.DataFrame, metrics: list[str], window: int = 5, gamma: 
     out = []
     for s in series_of(history, metrics, changelog, since, until, outliers):
         v = evaluate_series(s, window, gamma)
+        frame = replay_series(s, window, gamma) if len(s.runs) and (replay or replays is not None) else None
         if replay:
-            v.alarms = past_alarms(replay_series(s, window, gamma)) if len(s.runs) else []
+            v.alarms = past_alarms(frame) if frame is not None else []
+        if replays is not None and frame is not None:
+            replays[f"{s.host}/cpu{s.cpu}"] = (s, frame)
         out.append(v)
     return out
