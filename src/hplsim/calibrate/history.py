@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from hplsim import formats, tables
-from hplsim.calibrate.hostnames import DAHU_HOST_FORMAT, check_host_format, host_name
+from hplsim.calibrate.hostnames import DAHU_HOST_FORMAT, check_host_format, host_names
 from hplsim.errors import HplsimError, warn
 from hplsim.formats import Field, Record
 
@@ -96,7 +96,7 @@ def _from_csv(path: Path, host_format: str) -> pd.DataFrame:
         bad = nodes.isna() | (nodes != nodes.round())
         if bad.any():
             raise _first_bad(source, df, "node", bad, DAHU_COLUMNS["node"])
-        host = pd.Series([host_name(host_format, int(v)) for v in nodes], index=df.index, dtype=object)
+        host = pd.Series(host_names(host_format, nodes), index=df.index, dtype=object)
         run = df["jobid"].astype(str)
     cpu = pd.to_numeric(df["cpu"], errors="coerce")
     bad = cpu.isna() | (cpu != cpu.round())

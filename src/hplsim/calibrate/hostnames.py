@@ -23,6 +23,26 @@ def host_name(template: str, node: int) -> str:
     return _HOST_FIELD.sub(repl, template)
 
 
+def host_names(template: str, nodes) -> list[str | None]:
+    """`host_name` of each node number (None for a missing one), each distinct node named
+    once: a calibration has tens of thousands of rows and a few dozen nodes.
+
+    >>> host_names("dahu-{node-1}.grid5000.fr", [2, 3.0, float("nan"), None, 2])
+    ['dahu-1.grid5000.fr', 'dahu-2.grid5000.fr', None, None, 'dahu-1.grid5000.fr']
+    """
+    names: dict[int, str] = {}
+    out: list[str | None] = []
+    for v in nodes:
+        if v is None or v != v:  # None or NaN
+            out.append(None)
+            continue
+        node = int(v)
+        if node not in names:
+            names[node] = host_name(template, node)
+        out.append(names[node])
+    return out
+
+
 def check_host_format(template: str) -> str:
     if not _HOST_FIELD.search(template):
         raise HplsimError(f"host format {template!r} has no {{node}} field (e.g. 'dahu-{{node-1}}.grid5000.fr')")

@@ -27,7 +27,7 @@ import pandas as pd
 
 from hplsim import tables
 from hplsim.calibrate.archive import read_archive
-from hplsim.calibrate.hostnames import DAHU_HOST_FORMAT, check_host_format, host_name
+from hplsim.calibrate.hostnames import DAHU_HOST_FORMAT, check_host_format, host_names
 from hplsim.errors import HplsimError
 from hplsim.hpl.kernels import routine_names, sided, size_columns
 
@@ -98,7 +98,7 @@ def _kernel_table(df: pd.DataFrame, source: str, host_format: str) -> pd.DataFra
         nodes = pd.to_numeric(df["node"], errors="coerce")
         if (nodes.notna() & (nodes != nodes.round())).any() or (df["node"].notna() & nodes.isna()).any():
             raise HplsimError(f"{source}: the node column holds values that are not node numbers")
-        out["host"] = [host_name(host_format, int(v)) if pd.notna(v) else None for v in nodes]
+        out["host"] = host_names(host_format, nodes)
     else:
         out["host"] = None
     out["cpu"] = pd.to_numeric(df["cpu"], errors="coerce") if "cpu" in df else np.nan
