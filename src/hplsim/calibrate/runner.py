@@ -183,12 +183,21 @@ class Launch:
     def running(self) -> bool:
         return any(p.popen.poll() is None for p in self.procs)
 
+    def _wait_one(self, timeout: float) -> None:
+        """Until a running tool ends or `timeout` passes: a sleep of fixed length would add
+        half of it, on average, to every calibration."""
+        for p in self.procs:
+            if p.popen.poll() is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    p.popen.wait(timeout=timeout)
+                return
+
     def follow(self, total: int, desc: str, progress: bool | None) -> None:
         with tqdm(total=total, desc=desc, unit="row", file=sys.stderr, disable=None if progress is None else not progress,
                   dynamic_ncols=True, leave=False) as bar:
             while self.running():
                 bar.update(self.count() - bar.n)
-                time.sleep(0.2)
+                self._wait_one(0.2)
             bar.update(self.count() - bar.n)
         self.finish()
 
