@@ -29,11 +29,15 @@ class CalibrationSettings:
     warmup_seconds: float = 1.0
     trace_n: int | None = None  # default: from the configurations (below the smallest N)
     pad_bytes: int = 0  # the calibration tool's offset slack per operand (its minimum: 2 MB)
+    #: machine probes (hplsim.real.probe) right before, and again right after, the first
+    #: kernel calibration pass of `hplsim validate`; their median with the later passes' is
+    #: the reference the real runs' machine is compared with
+    reference_probes: int = 3
 
     @classmethod
     def quick(cls) -> "CalibrationSettings":
         return cls(dgemm_rows=30, dtrsm_rows=15, blas_repetitions=1, mpi_rows=32, mpi_repetitions=3,
-                   mpi_max_size=10**7, warmup_seconds=0.2)
+                   mpi_max_size=10**7, warmup_seconds=0.2, reference_probes=1)
 
 
 def calibrate_blas_for(configs: Sequence[HplConfig], outdir: Path, cores: list[int], seed: int,

@@ -52,9 +52,6 @@ from hplsim.real.run import DEFAULT_TIMEOUT_S, Launch, available_cores, check_co
 from hplsim.real.trace import trace_kernels
 from hplsim.report.validation import Report, Row, calibration_drift, write_report
 
-#: probes taken before, and again after, the first kernel calibration pass (one on each side of
-#: the later passes); the median of all of them is the reference
-REFERENCE_PROBES = 3
 #: a configuration runs until its runs add up to this many seconds of HPL time (at least
 #: --repeat runs): the median of five 1-s runs (N = 5000) moved by 4–5 % (bootstrap, runs
 #: 10–12), that of five 8-s runs by 2 % (lab notebook E22)
@@ -150,7 +147,7 @@ def validate_local(
         if i in measured or all(have(pass_dirs[i] / f"{f}.zip") for f in ("dgemm", "dtrsm", "trace")):
             return
         when = "before the real runs" if i == 0 else f"after round {i} of the real runs"
-        n_probes = REFERENCE_PROBES if i == 0 else 1
+        n_probes = settings.reference_probes if i == 0 else 1  # one on each side of the later passes
         with stage(f"calibrating dgemm and dtrsm on cores {','.join(map(str, cores))}, pass {i + 1}/{passes} "
                    f"({when})"):
             before = [probe.measure() for _ in range(n_probes)]
