@@ -350,22 +350,39 @@ def test_bad_input_files_and_choices(tmp_path, dahu_dir):
 # ----------------------------------------------------------------------- the docs
 
 
-def test_docs_examples_run(dahu_dir, tmp_path):
+def _run_doc_commands(dahu_dir: Path, where: Path, slow: bool) -> None:
     files, commands = examples(DOC)
     assert len(commands) >= 6 and not files
-    (tmp_path / "my-cluster.yaml").write_text(yaml.safe_dump(
+    (where / "my-cluster.yaml").write_text(yaml.safe_dump(
         {"format": "hplsim-platform", "nodes": 8, "cores_per_node": 4, "host_prefix": "dahu-",
          "host_suffix": ".grid5000.fr", "network": {"bandwidth": "12.5GBps", "latency": "0.1us"}}))
     for cmd in commands:
-        argv = shlex.split(cmd.replace("../shared/data/dahu/", f"{dahu_dir}/"))
-        r = run_cli(*argv[1:], cwd=tmp_path)
+        code, _, comment = cmd.partition("#")
+        if "slow" in comment and not slow:
+            continue
+        argv = shlex.split(code.replace("../shared/data/dahu/", f"{dahu_dir}/"))
+        r = run_cli(*argv[1:], cwd=where)
         assert r.returncode == 0, (cmd, r.stderr)
-    assert load_model(tmp_path / "model.yaml").hosts
+
+
+def test_docs_examples_run(dahu_dir, tmp_path):
+    _run_doc_commands(dahu_dir, tmp_path, slow=False)
+    assert load_model(tmp_path / "host-model.yaml").hosts
+    assert not (tmp_path / "model.yaml").exists()  # the slow example's
     time_share = load_model(tmp_path / "time-share.yaml")  # --method time-share: pooled means only
     assert not time_share.hosts and time_share.default.kernels["dgemm"].family == "none"
-    assert (tmp_path / "report" / "selection.md").exists()
     assert (tmp_path / "net-report" / "network-segments.csv").exists()
     assert "smpi" in yaml.safe_load((tmp_path / "my-cluster-calibrated.yaml").read_text())
+
+
+@pytest.mark.slow
+def test_slow_docs_examples_run(dahu_dir, tmp_path):
+    """The usual line, every option compared per CPU: M-2/N-2 for both CPUs, as the page says."""
+    _run_doc_commands(dahu_dir, tmp_path, slow=True)
+    model = load_model(tmp_path / "model.yaml")
+    assert model.hosts and model.default.kernels["dgemm"].family == "normal"
+    assert (tmp_path / "report" / "selection.md").exists()
+    assert "M2,N2" in (tmp_path / "report" / "selection.md").read_text()
 
 
 def test_docs_python_example_runs(dahu_dir, tmp_path, monkeypatch):
