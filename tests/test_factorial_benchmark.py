@@ -278,6 +278,9 @@ def _live_with(token: str, wait_s: float = 10.0) -> list[str]:
         time.sleep(0.2)
 
 
+# slow: four simulations at N = 12,000, twice, in real processes; the same pool's SIGTERM and
+# resume are tested on `hplsim sweep` by test_kill.py and test_sweep_run.py
+@pytest.mark.slow
 def test_an_interrupted_run_keeps_what_finished_and_resumes(tmp_path):
     """SIGTERM after the first of four runs: exit 143, one line saying so, the finished run
     stored and the sweep marked interrupted, no simulation left running; the same command

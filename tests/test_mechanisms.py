@@ -17,7 +17,9 @@ from hplsim.predict import ModelSource, predict
 from hplsim.presets import DEFAULT
 
 # E29's slice: one process row per node (row-major grid, block placement), as on Dahu;
-# a narrow link so that the current row's sends of U matter at a small N.
+# a narrow link so that the current row's sends of U matter at a small N. N = 6,000 (4.9 s
+# here) shows what N = 12,000 (9.4 s) did: DEPTH 0 gains 1.69x from the wide link (1.50x at
+# 12,000), DEPTH 1 1.32x (1.16x); the columns' swap spread 0.03 against 2.4 (0.02 and 5.0).
 NODES, RANKS_PER_NODE = 4, 8
 
 
@@ -31,7 +33,7 @@ def _slice(tmp_path: Path, bandwidth: str) -> Path:
 
 
 def _run(tmp_path: Path, bandwidth: str, depth: int, trace: Path | None = None):
-    config = HplConfig(n=12000, nb=128, p=NODES, q=RANKS_PER_NODE, bcast=2, depth=depth, swap=0)
+    config = HplConfig(n=6000, nb=128, p=NODES, q=RANKS_PER_NODE, bcast=2, depth=depth, swap=0)
     platform = load_platform(_slice(tmp_path, bandwidth))
     request = TraceRequest(trace, panels=12) if trace else None
     return predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=1, trace=request)

@@ -55,7 +55,9 @@ VARIANTS = [dict(bcast=b, swap=s, depth=d) for b, s, d in itertools.product(rang
 VARIANTS += [dict(pfact=pf, rfact=rf) for pf, rf in itertools.product(range(3), range(3))]
 
 
-@pytest.mark.parametrize("grid", [(2, 2), (4, 4)])
+# 4 x 4 by default, where every broadcast is a real ring or tree; 2 x 2 (a broadcast reaches
+# one other process: each variant's degenerate case) with -m slow
+@pytest.mark.parametrize("grid", [pytest.param((2, 2), marks=pytest.mark.slow), (4, 4)])
 def test_every_algorithm_variant_completes(grid, dahu_model, tmp_path):
     platform = spec_from_dict(star(16)).platform()
     p, q = grid

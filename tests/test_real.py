@@ -85,7 +85,10 @@ def test_run_real_repeat_archive(tmp_path):
     assert read_results(out, [HplConfig(n=1000, nb=128, p=1, q=2)], 1) is None
 
 
+# slow: a measurement of this machine, run alone (the other worker waits); the probe's
+# columns and their chain are also checked by test_validate.py's closed loop
 @two_cores
+@pytest.mark.slow
 @pytest.mark.exclusive  # its probes against this machine's dgemm
 def test_run_real_probe_brackets_every_run(tmp_path):
     """--probe measures the machine's dgemm speed before the first run and after each: a

@@ -67,6 +67,7 @@ def test_page_opens_with_every_figure_drawn_and_a_quiet_console(doc_run, tmp_pat
     print(f"screenshot: {view.screenshot}")
 
 
+@pytest.mark.slow  # a check of the check (another Chromium run): the console test can fail
 def test_a_broken_figure_shows_on_the_console(doc_run, tmp_path):
     """The console check can fail: a figure whose data the page cannot read is reported."""
     broken = tmp_path / "broken.html"
@@ -115,6 +116,12 @@ def test_mpi_calibration_shows_the_fits_breakpoints(dahu_dir, tmp_path):
     fitted = [int(e.split(":")[0]) for e in lat.split(";")][1:]
     caption = re.search(r"dahu: every measured MPI call.*?breakpoints \(([^;)]*?) bytes;", text).group(1)
     assert [int(b.replace(",", "")) for b in caption.split(", ")] == fitted
+
+
+@pytest.mark.slow  # Chromium again; the page test above renders the other figure kinds
+def test_mpi_calibration_page_renders_quietly(dahu_dir, tmp_path):
+    code, err = report_in_process(str(dahu_dir / "mpi_calibration.csv"), "-o", str(tmp_path / "n.html"))
+    assert code == 0, err
     view = open_page(tmp_path / "n.html")
     assert view.console == []
     assert view.dom.count('data-rendered="1"') == 8
