@@ -51,15 +51,17 @@ def one_run(extra: list[str]) -> dict:
     for r in rows:
         modules[r[5].split("::")[0]] += r[3] - r[2]
     failed = [line for line in out.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+    slowest = sorted(rows, key=lambda r: r[2] - r[3])
     return {"wall_s": wall, "exit_code": out.returncode, "pytest": summary, "failed": failed, "workers": workers,
             "exclusive_s": sum(r[3] - r[2] for r in rows if r[4]), "tests": len(rows),
-            "modules": dict(modules.most_common())}
+            "modules": dict(modules.most_common()),
+            "slowest_tests": {r[5]: round(r[3] - r[2], 2) for r in slowest[:100]}}
 
 
 def main() -> int:
     p = Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=1, help="runs of the suite (the spread of the wall time)")
-    p.add_argument("--top", type=int, default=12, help="modules to list")
+    p.add_argument("--top", type=int, default=12, help="modules and tests to list")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     a = p.parse_args()
@@ -82,6 +84,9 @@ def main() -> int:
     print("modules, time in their tests (last run):")
     for m, s in list(runs[-1]["modules"].items())[:a.top]:
         print(f"  {s:6.1f} s  {m}")
+    print("tests, with the set-up of the fixtures they are first to use (last run):")
+    for t, s in list(runs[-1]["slowest_tests"].items())[:a.top]:
+        print(f"  {s:6.1f} s  {t}")
     write_json(a.json, {"runs": runs, "wall_s": walls})
     return 0 if all(r["exit_code"] == 0 for r in runs) else 1
 
