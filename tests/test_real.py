@@ -85,6 +85,20 @@ def test_run_real_repeat_archive(tmp_path):
     assert read_results(out, [HplConfig(n=1000, nb=128, p=1, q=2)], 1) is None
 
 
+@two_cores
+def test_run_real_probe_columns(tmp_path):
+    """--probe from the command line: a probe before the run and one after, recorded in the
+    archive and the JSON (their rates against an independent dgemm: the slow test below)."""
+    r = run_cli("run-real", "-N", 400, "--nb", 32, "-P", 1, "-Q", 2, "--probe", "--out", tmp_path / "p.zip",
+                "--json", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    a = read_archive(tmp_path / "p.zip")
+    (run,) = a.table("hpl").to_dict("records")
+    assert run["probe_before_gflops"] > 0 and run["probe_after_gflops"] > 0
+    assert a.metadata["probe"]["cores"] == available_cores()[:2]
+    assert json.loads(r.stdout)[0]["runs"][0]["probe_after_gflops"] == run["probe_after_gflops"]
+
+
 # slow: a measurement of this machine, run alone (the other worker waits); the probe's
 # columns and their chain are also checked by test_validate.py's closed loop
 @two_cores
