@@ -87,16 +87,18 @@ def test_run_real_repeat_archive(tmp_path):
 
 @two_cores
 def test_run_real_probe_columns(tmp_path):
-    """--probe from the command line: a probe before the run and one after, recorded in the
-    archive and the JSON (their rates against an independent dgemm: the slow test below)."""
-    r = run_cli("run-real", "-N", 400, "--nb", 32, "-P", 1, "-Q", 2, "--probe", "--out", tmp_path / "p.zip",
-                "--json", "-q", cwd=tmp_path)
+    """--probe from the command line: a probe before the first run and after each, a chain
+    (one run's after is the next one's before), in the archive and the JSON alike (their
+    rates against an independent dgemm: the slow test below)."""
+    r = run_cli("run-real", "-N", 400, "--nb", 32, "-P", 1, "-Q", 2, "--repeat", 2, "--probe", "--out",
+                tmp_path / "p.zip", "--json", "-q", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     a = read_archive(tmp_path / "p.zip")
-    (run,) = a.table("hpl").to_dict("records")
-    assert run["probe_before_gflops"] > 0 and run["probe_after_gflops"] > 0
+    t = a.table("hpl").sort_values("order")
+    before, after = t["probe_before_gflops"].to_numpy(), t["probe_after_gflops"].to_numpy()
+    assert len(t) == 2 and before[1] == after[0] and (before > 0).all() and (after > 0).all()
     assert a.metadata["probe"]["cores"] == available_cores()[:2]
-    assert json.loads(r.stdout)[0]["runs"][0]["probe_after_gflops"] == run["probe_after_gflops"]
+    assert [x["probe_after_gflops"] for x in json.loads(r.stdout)[0]["runs"]] == list(after)
 
 
 # slow: a measurement of this machine, run alone (the other worker waits); the probe's
