@@ -29,8 +29,9 @@ def examples(doc: Path) -> tuple[dict[str, str], list[str]]:
     return files, commands
 
 
-def run_examples(doc: Path, workdir: Path, slow: bool = False) -> list[Result]:
-    """Each command through hplsim's entry point, in this process (`helpers.run_cli`)."""
+def run_examples(doc: Path, workdir: Path, slow: bool = False, replace: dict[str, str] | None = None) -> list[Result]:
+    """Each command through hplsim's entry point, in this process (`helpers.run_cli`);
+    `replace`: text of the commands to replace first (a path of the page by the real one)."""
     files, commands = examples(doc)
     for name, body in files.items():
         (workdir / name).write_text(body)
@@ -39,6 +40,8 @@ def run_examples(doc: Path, workdir: Path, slow: bool = False) -> list[Result]:
         code, _, comment = command.partition("#")
         if "slow" in comment and not slow:
             continue
+        for old, new in (replace or {}).items():
+            code = code.replace(old, new)
         out = run_cli(*shlex.split(code)[1:], cwd=workdir)
         assert out.returncode == 0, f"{doc.name}: `{code.strip()}` failed: {out.stderr.strip()}"
         results.append(out)

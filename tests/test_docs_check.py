@@ -37,7 +37,7 @@ def test_check_doc_charts_example_runs(tmp_path, dahu_dir):
     results = run_examples(REPO / "docs" / "check.md", tmp_path, slow=True)
     assert len(results) == 8
     replay, charts = results[3].stdout, results[4].stdout
-    assert charts == replay + f"charts: charts/\n"
+    assert charts == replay + "charts: charts/\n"
     pngs = sorted(p.name for p in (tmp_path / "charts").iterdir())
     assert len(pngs) == 65 and "overview.png" in pngs and "dahu-14.grid5000.fr-cpu1.png" in pngs
     assert all((tmp_path / "charts" / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from docexamples import examples, python_blocks
+from docexamples import examples, python_blocks, run_examples
 from helpers import Result, assert_one_line_error, run_cli
 from hplsim.calibrate.archive import ArchiveWriter
 from hplsim.models.modelfile import load_model
@@ -356,13 +355,7 @@ def _run_doc_commands(dahu_dir: Path, where: Path, slow: bool) -> None:
     (where / "my-cluster.yaml").write_text(yaml.safe_dump(
         {"format": "hplsim-platform", "nodes": 8, "cores_per_node": 4, "host_prefix": "dahu-",
          "host_suffix": ".grid5000.fr", "network": {"bandwidth": "12.5GBps", "latency": "0.1us"}}))
-    for cmd in commands:
-        code, _, comment = cmd.partition("#")
-        if "slow" in comment and not slow:
-            continue
-        argv = shlex.split(code.replace("../shared/data/dahu/", f"{dahu_dir}/"))
-        r = run_cli(*argv[1:], cwd=where)
-        assert r.returncode == 0, (cmd, r.stderr)
+    run_examples(DOC, where, slow=slow, replace={"../shared/data/dahu/": f"{dahu_dir}/"})
 
 
 def test_docs_examples_run(dahu_dir, tmp_path):

@@ -132,15 +132,9 @@ class Series:
     segment_start: np.ndarray  # per run: index of the first run of its segment
     resets: list[ChangelogEntry | None]  # per run: the changelog entry its segment starts at
     left_out: dict
-    # per run, out of `runs` once: a replay reads them thousands of times
-    run_ids: list[str] = field(default_factory=list)
-    times: np.ndarray = field(default_factory=lambda: np.empty(0))
-
-    def __post_init__(self) -> None:
-        if not self.run_ids and len(self.runs):
-            self.run_ids = [str(r) for r in self.runs["run_id"]]
-        if not len(self.times) and len(self.runs):
-            self.times = self.runs["start_time"].to_numpy(float)
+    # per run, out of `runs` once (by `prepare`): a replay reads them thousands of times
+    run_ids: list[str]
+    times: np.ndarray
 
 
 def prepare(group: pd.DataFrame, metrics: list[str], watch: list[str], changelog: list[ChangelogEntry],
