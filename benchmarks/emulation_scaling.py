@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import run_main, spread, write_json  # noqa: E402
 
 from hplsim.emulate.memory import hugepage_mount, max_map_count  # noqa: E402
+from hplsim.emulate.preloads import allocator  # noqa: E402
 from hplsim.emulate.smpirun import _descendants  # noqa: E402  (the simulation's processes)
 from hplsim.hpl.config import HplConfig  # noqa: E402
 from hplsim.models.modelfile import ModelFile, load_model, save_model  # noqa: E402
@@ -207,6 +208,7 @@ def main() -> None:
         points = preset_points(args.scenario, args.sizes or SIZES[args.scenario], args.grid)
 
     print(f"scenario {args.scenario}; huge pages: {hugepage_mount() or 'not available (4 KiB pages)'}; "
+          f"allocator: {allocator() or 'glibc'}; "
           f"vm.max_map_count {max_map_count():,}; VMA memory from "
           f"{'/proc/slabinfo' if _vma_slab_bytes() is not None else f'mappings x {VMA_BYTES} B (slabinfo unreadable)'}")
     head = (f"{'N':>8} {'grid':>7} {'wall s':>20} {'PSS MB':>14} {'VmPTE MB':>9} {'PT Δ MB':>8} {'maps':>9} "

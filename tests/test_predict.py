@@ -18,6 +18,7 @@ import yaml
 
 from hplsim.emulate import memory
 from hplsim.errors import HplsimError
+from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
 from hplsim.hpl.config import HplConfig
 from hplsim.models.modelfile import KernelModel, ModelFile, HostModel, Polynomial, load_model, save_model
 from hplsim.platform.spec import load_platform, spec_from_dict
@@ -91,20 +92,35 @@ def test_same_seed_same_bits_other_seed_differs(dahu_model):
     assert a.time_s != c.time_s
 
 
-def test_free_thread_clock_changes_no_simulated_time(dahu_model, monkeypatch):
-    """The preloaded thread clock (csrc/sim-preload) only makes SMPI's per-call timer free:
-    the prediction is the same to the bit with SMPI's real clock."""
+def test_preloaded_libraries_change_no_simulated_time(dahu_model, monkeypatch):
+    """The libraries preloaded into the simulation (emulate.preloads: the free thread clock
+    of csrc/sim-preload, jemalloc) only make it faster: the prediction is the same to the bit
+    with SMPI's real clock and with glibc's allocator."""
+    import hplsim.emulate.smpirun as smpirun
+    from hplsim.emulate.preloads import allocator
+
+    assert allocator() == "libjemalloc.so.2"  # ./bootstrap installs libjemalloc2
+    seen: list[str] = []
+    real_popen = smpirun.popen
+
+    def recording_popen(*args, **kwargs):
+        seen.append(kwargs["env"].get("LD_PRELOAD", ""))
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(smpirun, "popen", recording_popen)
     platform = spec_from_dict(star(16)).platform()
     config = HplConfig(n=5000, nb=64, p=4, q=4, bcast=1, depth=1)
     fast = predict(config, platform, dahu_model, seed=3)
     monkeypatch.setenv("HPLSIM_THREAD_CLOCK", "real")
-    real = predict(config, platform, dahu_model, seed=3)
-    assert (fast.time_s, fast.gflops) == (real.time_s, real.gflops)
+    real_clock = predict(config, platform, dahu_model, seed=3)
+    monkeypatch.setenv("HPLSIM_ALLOCATOR", "glibc")
+    neither = predict(config, platform, dahu_model, seed=3)
+    assert (fast.time_s, fast.gflops) == (real_clock.time_s, real_clock.gflops) == (neither.time_s, neither.gflops)
+    assert [s.split() for s in seen] == [[str(preload_library(hpl_binary(EMULATED, quiet=True))), "libjemalloc.so.2"],
+                                         ["libjemalloc.so.2"], []]
 
 
 def test_preloaded_thread_clock_reads_zero_and_leaves_other_clocks(tmp_path):
-    from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
-
     lib = preload_library(hpl_binary(EMULATED, quiet=True))
     code = ("import time\n"
             "t = time.monotonic_ns(); x = sum(range(3_000_000))\n"

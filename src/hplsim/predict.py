@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +21,11 @@ from hplsim import __version__
 from hplsim.clitypes import RANKS_PER_HOST, SEED, TIMEOUT
 from hplsim.emulate.memory import check_mapping_budget, folding_config
 from hplsim.emulate.progress import Listener, PanelBar, ProgressPipe
+from hplsim.emulate.preloads import simulation_preloads
 from hplsim.emulate.smpirun import run_smpirun
 from hplsim.emulate.trace import TraceRequest, trace_env, write_run_trace
 from hplsim.errors import HplsimError, Interrupted, warn, with_warnings
-from hplsim.hpl.build import EMULATED, hpl_binary, preload_library
+from hplsim.hpl.build import EMULATED, hpl_binary
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
 from hplsim.hpl.output import text_table
@@ -255,7 +255,7 @@ def predict(
             out = run_smpirun(
                 binary, args, work, work / "platform.xml", work / "hostfile",
                 config.ranks, {**folding, **platform.config, **trace_cfg}, timeout,
-                preload=None if os.environ.get("HPLSIM_THREAD_CLOCK") == "real" else preload_library(binary),
+                preloads=simulation_preloads(binary),
                 env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, **trace_vars, **(pipe.env if pipe else {})},
                 pass_fds=(pipe.fd,) if pipe else (),
             )

@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from hplsim.errors import HplsimError
 from hplsim.processes import killed_on_failure, popen
@@ -158,12 +159,12 @@ def run_smpirun(
     nprocs: int,
     config: dict[str, str],
     timeout: float | None,
-    preload: Path | None = None,
+    preloads: Sequence[str] = (),
     env: dict[str, str] | None = None,
     pass_fds: tuple[int, ...] = (),
 ) -> SimOutput:
-    """Run `binary` under smpirun. `preload`: a library for the simulation process's
-    LD_PRELOAD (the emulation's free thread clock, csrc/sim-preload); `env`: variables
+    """Run `binary` under smpirun. `preloads`: libraries for the simulation process's
+    LD_PRELOAD (`emulate.preloads`); `env`: variables
     for the emulated program's runtime (set over the caller's environment); `pass_fds`:
     descriptors the simulation inherits (the progress pipe)."""
     options = {**BASE_CONFIG, **config}
@@ -176,8 +177,9 @@ def run_smpirun(
     run_env = {**os.environ, **(env or {}), "SMPI_PRIVATIZATION": "dlopen"}
     # LD_PRELOAD separates entries by spaces and colons: a path holding either cannot be
     # preloaded; the run is then only slower, never different.
-    if preload is not None and not set(str(preload)) & set(" :"):
-        run_env["LD_PRELOAD"] = " ".join(filter(None, [str(preload), os.environ.get("LD_PRELOAD", "")]))
+    usable = [lib for lib in preloads if not set(lib) & set(" :")]
+    if usable:
+        run_env["LD_PRELOAD"] = " ".join(filter(None, [*usable, os.environ.get("LD_PRELOAD", "")]))
     start = time.perf_counter()
     try:
         # own session (a Ctrl-C reaches hplsim, which then stops the run), and SIGTERM from
