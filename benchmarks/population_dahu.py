@@ -21,6 +21,11 @@ go or in parts:
     .venv/bin/python benchmarks/population_dahu.py --n --big-spatial 1 --json p128-1.json  # its halves,
     .venv/bin/python benchmarks/population_dahu.py --n --big-spatial 0 --json p128-0.json  # two processes
 
+Parts run as separate processes are put together (no simulation: the table, the summary
+against reality, and the cost of the spread when both halves of part 2 are there):
+
+    .venv/bin/python benchmarks/population_dahu.py --merge p100k_s*.json --json p100k.json
+
 A check that it works (a few minutes): --tiny (4 nodes x 8 ranks, N = 4,000; 8 nodes).
 """
 
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import statistics
 import sys
@@ -40,6 +46,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, reference_dir, run_main, write_json  # noqa: E402
 
+from hplsim.errors import HplsimError  # noqa: E402
 from hplsim.models.modelfile import load_model  # noqa: E402
 from hplsim.models.population import draw_cluster, with_variability  # noqa: E402
 from hplsim.predict import ModelSource, predict  # noqa: E402
@@ -86,6 +93,83 @@ def slowest(model, hosts: list[str], seed: int) -> tuple[str, float, float]:
     return worst, times[worst], times[worst] / statistics.median(times.values()) - 1
 
 
+def part1_summary(n: int, values: list[float], real: pd.DataFrame, ranks: int) -> tuple[str, dict | None]:
+    """The line that sums up part 1 at size `n`, and how it compares with the real runs
+    (the Dahu runs had 1,024 ranks: other clusters are not compared)."""
+    lo, hi, mid = min(values), max(values), statistics.median(values)
+    line = (f"  N={n}: sampled Gflops median {mid:.1f}, spread {lo:.1f}-{hi:.1f} "
+            f"({100 * (hi - lo) / mid:.1f} % of the median, {len(values)} seeds)")
+    if n not in real.index or ranks != 1024:
+        return line, None
+    r = real.loc[n]
+    inside = lo <= r["mean"] <= hi
+    miss = 0.0 if inside else (r["mean"] - (lo if r["mean"] < lo else hi)) / r["mean"]
+    line += (f"; real 2019-03 mean {r['mean']:.1f} ({int(r['count'])} runs, {r['min']:.0f}-{r['max']:.0f}): "
+             + ("inside the spread" if inside else f"outside, {100 * miss:+.1f} % from the nearest seed"))
+    return line, {"n": n, "real_mean": r["mean"], "sampled_min": lo, "sampled_max": hi, "inside": inside}
+
+
+def cost_of_spread(big: dict) -> float | None:
+    """Gflops lost to the spread between nodes: 1 - spatial 1 / spatial 0, same seed."""
+    if big.get("gflops") is None or big.get("gflops_spatial0") is None:
+        return None
+    return 1 - big["gflops"] / big["gflops_spatial0"]
+
+
+def merge(paths: list[str], real: pd.DataFrame) -> dict:
+    """The figures of parts run as separate processes (their --json files), put together."""
+    docs = []
+    for path in paths:
+        try:
+            docs.append(json.loads(Path(path).read_text()))
+        except (OSError, ValueError) as e:
+            raise HplsimError(f"--merge {path}: not a JSON file of this benchmark ({e})") from None
+    for key in ("model_digest", "nodes", "ranks_per_node"):
+        values = {str(d[key]) for d in docs if key in d}  # files of older versions lack the cluster's size
+        if len(values) > 1:
+            raise HplsimError(f"--merge: the parts differ in {key} ({', '.join(sorted(values))}): not one experiment")
+    first = docs[0]
+    nodes = next((d["nodes"] for d in docs if "nodes" in d), 32)  # the defaults: the older files' runs
+    ranks_per_node = next((d["ranks_per_node"] for d in docs if "ranks_per_node" in d), 32)
+    out: dict = {"model": first["model"], "model_digest": first["model_digest"], "merged": paths,
+                 "nodes": nodes, "ranks_per_node": ranks_per_node, "sampled": [], "big": None}
+    seen: dict[tuple[int, int], dict] = {}
+    for d in docs:
+        for s in d.get("sampled", []):
+            key = (s["n"], s["seed"])
+            if key in seen and seen[key]["gflops"] != s["gflops"]:
+                raise HplsimError(f"--merge: N={key[0]} seed {key[1]} has two different results: not one experiment")
+            seen.setdefault(key, s)
+    out["sampled"] = [seen[k] for k in sorted(seen)]
+    ranks = nodes * ranks_per_node
+    for n in sorted({k[0] for k in seen}):
+        rows = [s for s in out["sampled"] if s["n"] == n]
+        for s in rows:
+            print(f"{n:>7} {s['seed']:>5} {s['gflops']:>9.1f} {s['sim_wall_s']:>11.1f}")
+        line, versus = part1_summary(n, [s["gflops"] for s in rows], real, ranks)
+        print(line)
+        if versus:
+            out.setdefault("versus_reality", []).append(versus)
+    halves = [d["big"] for d in docs if d.get("big")]
+    if halves:
+        same = {(h["nodes"], h["n"], h["seed"]) for h in halves}
+        if len(same) > 1:
+            raise HplsimError("--merge: the parts of part 2 differ in nodes, N or seed: not one cluster")
+        big: dict = {}
+        for h in halves:
+            big.update({k: v for k, v in h.items() if v is not None})
+        cost = cost_of_spread(big)
+        if cost is not None:
+            big["cost_of_spread"] = cost
+        out["big"] = big
+        print(f"2. {big['nodes']} sampled nodes, N={big['n']}, seed {big['seed']}: "
+              + ", ".join(f"spatial {s}: {big[k]:.1f} Gflops" for s, k in (("1", "gflops"), ("0", "gflops_spatial0"))
+                          if k in big)
+              + f"; slowest node {big['slowest_node']} ({100 * big['slowest_vs_median']:+.1f} % on dgemm)"
+              + (f"; cost of the spread between nodes: {100 * cost:.1f} % of the Gflops" if cost is not None else ""))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=DEFAULT_MODEL, help="a model file with a dgemm population")
@@ -103,7 +187,12 @@ def main() -> None:
                                                         "8 nodes at N = 4,000")
     ap.add_argument("--data", help="folder holding dahu/ (default ../shared/data)")
     ap.add_argument("--json", help="write every figure to this JSON file")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="put together the --json files of parts run separately (no simulation)")
     args = ap.parse_args()
+    if args.merge:
+        write_json(args.json, merge(args.merge, reality(reference_dir(args.data))))
+        return
     if args.tiny:
         args.nodes, args.ranks_per_node, args.n, args.seeds = 4, 8, [4000], [1, 2]
         args.big_nodes, args.big_n = 8, 4000
@@ -113,7 +202,8 @@ def main() -> None:
     if "dgemm" not in model.model.population:
         raise SystemExit(f"{args.model}: no dgemm population (hplsim fit --per population, docs/population.md)")
     work = Path(tempfile.mkdtemp(prefix="hplsim-population-"))
-    out: dict = {"model": str(args.model), "model_digest": model.digest, "sampled": [], "big": None}
+    out: dict = {"model": str(args.model), "model_digest": model.digest, "nodes": args.nodes,
+                 "ranks_per_node": args.ranks_per_node, "sampled": [], "big": None}
 
     platform = platform_of(args.nodes, args.ranks_per_node, work)
     p, q = grid(args.nodes * args.ranks_per_node)
@@ -128,17 +218,9 @@ def main() -> None:
             values.append(gflops)
             out["sampled"].append({"n": n, "seed": seed, "gflops": gflops, "sim_wall_s": wall})
             print(f"{n:>7} {seed:>5} {gflops:>9.1f} {wall:>11.1f}", flush=True)
-        lo, hi, mid = min(values), max(values), statistics.median(values)
-        line = (f"  N={n}: sampled Gflops median {mid:.1f}, spread {lo:.1f}-{hi:.1f} "
-                f"({100 * (hi - lo) / mid:.1f} % of the median, {len(values)} seeds)")
-        if n in real.index and args.nodes * args.ranks_per_node == 1024:
-            r = real.loc[n]
-            inside = lo <= r["mean"] <= hi
-            miss = 0.0 if inside else (r["mean"] - (lo if r["mean"] < lo else hi)) / r["mean"]
-            line += (f"; real 2019-03 mean {r['mean']:.1f} ({int(r['count'])} runs, {r['min']:.0f}-{r['max']:.0f}): "
-                     + ("inside the spread" if inside else f"outside, {100 * miss:+.1f} % from the nearest seed"))
-            out.setdefault("versus_reality", []).append({"n": n, "real_mean": r["mean"], "sampled_min": lo,
-                                                         "sampled_max": hi, "inside": inside})
+        line, versus = part1_summary(n, values, real, args.nodes * args.ranks_per_node)
+        if versus:
+            out.setdefault("versus_reality", []).append(versus)
         print(line, flush=True)
 
     if args.big_nodes:
@@ -164,8 +246,8 @@ def main() -> None:
             out["big"].update(gflops=runs[1.0][0], sim_wall_s=runs[1.0][1])
         if 0.0 in runs:
             out["big"].update(gflops_spatial0=runs[0.0][0], sim_wall_s_spatial0=runs[0.0][1])
-        if len(runs) == 2:
-            cost = 1 - runs[1.0][0] / runs[0.0][0]
+        cost = cost_of_spread(out["big"])
+        if cost is not None:
             print(f"  cost of the spread between nodes: {100 * cost:.1f} % of the Gflops")
             out["big"]["cost_of_spread"] = cost
     write_json(args.json, out)
