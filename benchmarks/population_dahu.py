@@ -121,9 +121,12 @@ def merge(paths: list[str], real: pd.DataFrame) -> dict:
     docs = []
     for path in paths:
         try:
-            docs.append(json.loads(Path(path).read_text()))
+            doc = json.loads(Path(path).read_text())
         except (OSError, ValueError) as e:
             raise HplsimError(f"--merge {path}: not a JSON file of this benchmark ({e})") from None
+        if not (isinstance(doc, dict) and {"model", "model_digest", "sampled"} <= doc.keys()):
+            raise HplsimError(f"--merge {path}: not a JSON file of this benchmark (no model, model_digest, sampled)")
+        docs.append(doc)
     for key in ("model_digest", "nodes", "ranks_per_node"):
         values = {str(d[key]) for d in docs if key in d}  # files of older versions lack the cluster's size
         if len(values) > 1:

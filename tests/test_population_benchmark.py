@@ -80,6 +80,7 @@ def test_parts_merge_into_one_experiment(tmp_path, real, capsys):
     ("conflict", "N=100000 seed 1 has two different results"),
     ("cluster", "part 2 differ in nodes, N or seed"),
     ("missing", "not a JSON file of this benchmark"),
+    ("other", "not a JSON file of this benchmark"),
 ])
 def test_parts_of_different_experiments_are_refused(tmp_path, real, case, words):
     a = part(tmp_path, "a.json", [(100000, 1, 20000.0)], half(gflops=1.0))
@@ -87,6 +88,7 @@ def test_parts_of_different_experiments_are_refused(tmp_path, real, case, words)
          "nodes": lambda: part(tmp_path, "b.json", nodes=128),
          "conflict": lambda: part(tmp_path, "b.json", [(100000, 1, 20001.0)]),
          "cluster": lambda: part(tmp_path, "b.json", big={**half(gflops_spatial0=2.0), "seed": 2}),
-         "missing": lambda: str(tmp_path / "nothing.json")}[case]()
+         "missing": lambda: str(tmp_path / "nothing.json"),
+         "other": lambda: (tmp_path / "o.json").write_text('{"gflops": 1}') and str(tmp_path / "o.json")}[case]()
     with pytest.raises(HplsimError, match=words):
         pb.merge([a, b], real)
