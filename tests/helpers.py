@@ -9,6 +9,7 @@ Both return an object with ``returncode``, ``stdout`` and ``stderr``.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import re
@@ -22,6 +23,17 @@ from click.testing import CliRunner
 from hplsim.cli import run as hplsim_run
 
 HPLSIM = [sys.executable, "-m", "hplsim.cli"]
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(script: str, name: str):
+    """A script of benchmarks/ imported as the module `name` (registered in sys.modules,
+    where dataclasses look their module up), to test its functions without running it."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / script)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass

@@ -7,7 +7,6 @@ otherwise; the benchmark's N = 250,000 on 32x32 is for the lead's machine."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -17,21 +16,14 @@ import pytest
 
 from hplsim.errors import HplsimError
 from hplsim.sweep.store import ResultStore
-from helpers import run_cli
+from helpers import load_benchmark, run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "factorial.py"
+VALIDATION = REPO / "benchmarks" / "dahu_validation.py"
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("factorial_benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-fb = _load()
+fb = load_benchmark("factorial.py", "factorial_benchmark")
 
 
 def script(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -217,21 +209,10 @@ def test_a_real_run_is_resumed_through_the_store(tmp_path):
 
 # ------------------------------------------------------------- benchmarks/dahu_validation.py
 
-VALIDATION = REPO / "benchmarks" / "dahu_validation.py"
-
-
-def _load_validation():
-    spec = importlib.util.spec_from_file_location("dahu_validation_benchmark", VALIDATION)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_n_sweep_errors_of_issue_18s_table(dahu_dir):
     """Issue 18's hplsim figures against the 2019-03 means: +10.8, +4.9, +5.9, +1.3 %; the
     authors' D2_het on the same N: +1.7, -4.0, -0.7, -0.8 % (mean |error| 1.8 %)."""
-    dv = _load_validation()
+    dv = load_benchmark("dahu_validation.py", "dahu_validation_benchmark")
     real, d2 = dv.reality(dahu_dir), dv.paper(dahu_dir, "D2_het")
     rows = [{"n": n, "gflops": g} for n, g in ((50000, 14181), (75000, 17402), (100000, 18878), (250000, 21242))]
     s = dv.summarise(rows + [{"n": 50000, "gflops": 14181}], real, d2)  # a second seed, same figure

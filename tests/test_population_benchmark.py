@@ -5,29 +5,16 @@ parts that are not one experiment refused."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from hplsim.errors import HplsimError
+from helpers import load_benchmark
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "benchmarks" / "population_dahu.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("population_benchmark", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-pb = _load()
+pb = load_benchmark("population_dahu.py", "population_benchmark")
 
 
 @pytest.fixture(scope="module")
