@@ -505,7 +505,6 @@ def test_real_dahu_history_end_to_end(dahu_dir, hplsim, capsys):
     flagged = [f"{v['series']}: {v['verdict']}" for v in verdicts if v["verdict"] != OK]
     with capsys.disabled():
         print(f"\nDahu history: {len(verdicts)} series in {elapsed:.1f} s; not ok: {flagged or 'none'}")
-    assert elapsed < 30
     # one series recomputed by hand from the CSV
     raw = pd.read_csv(csv)
     s = raw[(raw.node == 2) & (raw.cpu == 0)].sort_values("start_time")[METRICS].to_numpy()

@@ -137,31 +137,52 @@ class Series:
     times: np.ndarray
 
 
+@dataclass
+class _Columns:
+    """A history's columns as numpy arrays, read out of the frame once: a cluster's history
+    has thousands of series, and each pandas selection per series costs about a millisecond."""
+    frame: pd.DataFrame
+    times: np.ndarray
+    values: np.ndarray
+    watched: np.ndarray
+    run_ids: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, metrics: list[str], watch: list[str]) -> _Columns:
+        return cls(frame, frame["start_time"].to_numpy(float), frame[metrics].to_numpy(float),
+                   frame[watch].to_numpy(float) if watch else np.empty((len(frame), 0)),
+                   frame["run_id"].to_numpy())
+
+
 def prepare(group: pd.DataFrame, metrics: list[str], watch: list[str], changelog: list[ChangelogEntry],
-            outliers: list[Outlier]) -> Series:
-    # numpy masks over the group, one frame at the end: a cluster's history has thousands
-    # of series, and each pandas selection costs a fraction of a millisecond
-    host, cpu = str(group["host"].iloc[0]), int(group["cpu"].iloc[0])
+            outliers: list[Outlier], columns: _Columns | None = None, where: np.ndarray | None = None) -> Series:
+    """One series: `group`'s runs (or, with `columns`, the rows `where` of its frame), in
+    time order, without the ones that cannot be used."""
+    if columns is None or where is None:
+        columns, where = _Columns.of(group, metrics, watch), np.arange(len(group))
+    frame = columns.frame
+    host, cpu = str(frame["host"].iat[where[0]]), int(frame["cpu"].iat[where[0]])
     left_out = {}
-    keep = np.ones(len(group), dtype=bool)
+    keep = np.ones(len(where), dtype=bool)
     if outliers:
-        bad = np.array([any(o.matches(host, cpu, str(r)) for o in outliers) for r in group["run_id"]], dtype=bool)
+        bad = np.array([any(o.matches(host, cpu, str(r)) for o in outliers) for r in columns.run_ids[where]],
+                       dtype=bool)
         if bad.any():
             left_out["outlier log"] = int(bad.sum())
         keep &= ~bad
-    all_times = group["start_time"].to_numpy(float)
+    all_times = columns.times[where]
     undated = keep & ~np.isfinite(all_times)
     if undated.any():
         left_out["no start time"] = int(undated.sum())
         keep &= ~undated
-    values = group[metrics].to_numpy(float)
+    values = columns.values[where]
     incomplete = keep & ~np.isfinite(values).all(axis=1)
     if incomplete.any():
         left_out["missing values"] = int(incomplete.sum())
         keep &= ~incomplete
     rows = np.flatnonzero(keep)
     rows = rows[np.argsort(all_times[rows], kind="stable")]
-    df = group.iloc[rows].reset_index(drop=True)
+    df = frame.iloc[where[rows]].reset_index(drop=True)
     times = all_times[rows]
     entries = [e for e in changelog if e.applies_to(host)]
     resets: list[ChangelogEntry | None] = []
@@ -174,9 +195,9 @@ def prepare(group: pd.DataFrame, metrics: list[str], watch: list[str], changelog
     # column-major, as a frame's to_numpy gives them: the tests' means and covariances then
     # sum each metric's runs in the same order, to the bit
     x = np.asfortranarray(values[rows])
-    w = np.asfortranarray(group[watch].to_numpy(float)[rows]) if watch else np.empty((len(df), 0))
+    w = np.asfortranarray(columns.watched[where[rows]])
     return Series(host, cpu, list(metrics), list(watch), df, x, w, starts, resets, left_out,
-                  [str(r) for r in df["run_id"]], times)
+                  [str(r) for r in columns.run_ids[where[rows]]], times)
 
 
 def _since_reset(s: Series, i: int) -> str:
@@ -337,8 +358,10 @@ def series_of(history: pd.DataFrame, metrics: list[str], changelog: list[Changel
         raise HplsimError("no calibration run in the history" + (" in the --since/--until range"
                                                                  if since is not None or until is not None else ""))
     watch = metric_columns(df.columns)
-    groups = sorted(df.groupby(["host", "cpu"], sort=False), key=lambda kv: (_natural(str(kv[0][0])), kv[0][1]))
-    return [prepare(g, metrics, watch, list(changelog), list(outliers)) for _, g in groups]
+    columns = _Columns.of(df, metrics, watch)
+    groups = sorted(df.groupby(["host", "cpu"], sort=False).indices.items(),
+                    key=lambda kv: (_natural(str(kv[0][0])), kv[0][1]))
+    return [prepare(df, metrics, watch, list(changelog), list(outliers), columns, where) for _, where in groups]
 
 
 def evaluate(history: pd.DataFrame, metrics: list[str], window: int = 5, gamma: float = 0.9999,
