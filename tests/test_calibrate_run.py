@@ -25,8 +25,9 @@ from docexamples import examples, run_python
 from helpers import assert_one_line_error, processes_mentioning, run_cli, system_dgemm_gflops
 
 # The page's two acceptance calibrations measure this machine (Gflops against its BLAS, a
-# ping-pong in microseconds, a probe's delay, each command's time): the tests that ask for
-# them (`measured`) are `exclusive`, so that they run alone. The page's other examples run
+# ping-pong in microseconds, a probe's delay): the tests that ask for them (`measured`) are
+# `exclusive`, so that they run alone. How long they take is recorded in their archives
+# (`phases`), not asserted. The page's other examples run
 # after them with the machine shared (`docs`): what is checked of them is their archives'
 # contents, not their speed.
 measures = pytest.mark.exclusive
@@ -52,16 +53,13 @@ VERSION_KEYS = {"kernel", "os", "python", "compiler", "mpi", "openblas", "simgri
 class DocRun:
     def __init__(self, workdir: Path):
         self.dir = workdir
-        self.seconds: dict[str, float] = {}
         self.stdout: dict[str, str] = {}
         self.alone = False  # measured while no other test ran
 
 
 def _run_doc_command(run: DocRun, command: str) -> None:
-    t0 = time.monotonic()
     out = run_cli(*shlex.split(command)[1:], cwd=run.dir)
     assert out.returncode == 0, f"`{command}` failed: {out.stderr.strip()}"
-    run.seconds[command] = time.monotonic() - t0
     run.stdout[command] = out.stdout
 
 
@@ -131,8 +129,6 @@ def check_blas_archive(path: Path, rows: int, repetitions: int, processes: int) 
 def test_dgemm_acceptance_archive(measured: DocRun) -> None:
     docs = measured
     assert docs.alone, "measured while other tests ran (tests/conftest.py runs exclusive tests first)"
-    seconds = docs.seconds[MEASURED[0]]
-    assert seconds < 60
     cores = len(os.sched_getaffinity(0))
     calls = check_blas_archive(docs.dir / "d.zip", 60, 1, cores)
     a = read_archive(docs.dir / "d.zip")
@@ -165,7 +161,6 @@ def test_dgemm_acceptance_archive(measured: DocRun) -> None:
 def test_mpi_acceptance_archive(measured: DocRun) -> None:
     docs = measured
     assert docs.alone, "measured while other tests ran (tests/conftest.py runs exclusive tests first)"
-    assert docs.seconds[MEASURED[1]] < 60
     a = read_archive(docs.dir / "m.zip")
     meta = a.metadata
     assert METADATA_KEYS <= set(meta) and meta["kind"] == "mpi" and meta["status"] == "complete"
