@@ -9,7 +9,6 @@ import re
 import shlex
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -22,7 +21,7 @@ import yaml
 
 from conftest import REPO
 from docexamples import examples, run_python
-from helpers import assert_one_line_error, processes_mentioning, run_cli, system_dgemm_gflops
+from helpers import HPLSIM, assert_one_line_error, processes_mentioning, run_cli, system_dgemm_gflops
 
 # The page's two acceptance calibrations measure this machine (Gflops against its BLAS, a
 # ping-pong in microseconds, a probe's delay): the tests that ask for them (`measured`) are
@@ -41,7 +40,6 @@ from hplsim.calibrate.designs import blas_design, sequence
 from hplsim.calibrate.summary import blas_flops
 from hplsim.errors import HplsimError
 
-HPLSIM = [sys.executable, "-m", "hplsim.cli"]
 DOC = REPO / "docs" / "calibrate.md"
 
 METADATA_KEYS = {"archive_format", "kind", "status", "hplsim", "command_line", "start_time", "end_time",
