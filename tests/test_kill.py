@@ -23,9 +23,8 @@ from pathlib import Path
 import pytest
 
 from hplsim.sweep.store import ResultStore
-from helpers import processes_mentioning
+from helpers import HPLSIM, processes_mentioning
 
-HPLSIM = [sys.executable, "-m", "hplsim.cli"]
 SETTLE_S = 3.0  # how long the children may take to go after hplsim died (a run left alone lasts longer)
 
 

@@ -9,7 +9,6 @@ import os
 import pty
 import struct
 import subprocess
-import sys
 import termios
 
 import pytest
@@ -21,8 +20,8 @@ from hplsim.hpl.config import HplConfig
 from hplsim.platform.spec import load_platform
 from hplsim.predict import ModelSource, predict
 from hplsim.presets import DEFAULT
+from helpers import HPLSIM
 
-HPLSIM = [sys.executable, "-m", "hplsim.cli"]
 SMALL = ["predict", "--preset", "dahu", "-N", "3000", "-P", "2", "-Q", "2", "--seed", "3"]
 
 
