@@ -1,7 +1,8 @@
 """The default test suite's wall time, and where it goes (issue 22's target: <= 3 min here).
 
 Runs the README's test command (`pytest`, CI's environment: CI=true, stdin closed) with
-tests/conftest.py's timeline (HPLSIM_TEST_TIMELINE) and prints: the wall time, each
+tests/conftest.py's timeline (HPLSIM_TEST_TIMELINE) and prints: the wall time, the CPU its
+processes used (and its share of the cores over the wall time), each
 worker's time in tests, waiting for an exclusive test, and idle (collection, start-up and
 the end, when the other worker still runs), the exclusive tests' total, and the modules
 that cost the most. Run it alone on the machine: it times the machine.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,9 +37,11 @@ def one_run(extra: list[str]) -> dict:
         timeline = Path(d) / "timeline.tsv"
         env = dict(os.environ, CI="true", HPLSIM_TEST_TIMELINE=str(timeline))
         t0 = time.time()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *extra], cwd=REPO,
                              env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
         wall = time.time() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         rows = read_timeline(timeline) if timeline.exists() else []
     summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr.strip()[-300:]
     workers: dict[str, dict[str, float]] = {}
@@ -52,7 +56,11 @@ def one_run(extra: list[str]) -> dict:
         modules[r[5].split("::")[0]] += r[3] - r[2]
     failed = [line for line in out.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
     slowest = sorted(rows, key=lambda r: r[2] - r[3])
-    return {"wall_s": wall, "exit_code": out.returncode, "pytest": summary, "failed": failed, "workers": workers,
+    # the CPU the suite's processes used, out of what the machine's cores offered over the
+    # wall time: well below 1, the workers wait (sleeps, signals, subprocesses) more than they work
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, "cpu_share": cpu / (wall * (os.cpu_count() or 1)),
+            "exit_code": out.returncode, "pytest": summary, "failed": failed, "workers": workers,
             "exclusive_s": sum(r[3] - r[2] for r in rows if r[4]), "tests": len(rows),
             "modules": dict(modules.most_common()),
             "slowest_tests": {r[5]: round(r[3] - r[2], 2) for r in slowest[:100]}}
@@ -71,7 +79,8 @@ def main() -> int:
     for i in range(a.repeat):
         r = one_run(a.pytest_args)
         runs.append(r)
-        print(f"run {i + 1}: {r['wall_s']:.0f} s wall ({r['pytest']}), exit code {r['exit_code']}")
+        print(f"run {i + 1}: {r['wall_s']:.0f} s wall ({r['pytest']}), exit code {r['exit_code']}; "
+              f"CPU {r['cpu_s']:.0f} s, {100 * r['cpu_share']:.0f} % of the cores")
         for line in r["failed"]:
             print(f"  {line}")
         for w, f in r["workers"].items():
