@@ -93,6 +93,11 @@ def slowest(model, hosts: list[str], seed: int) -> tuple[str, float, float]:
     return worst, times[worst], times[worst] / statistics.median(times.values()) - 1
 
 
+def seed_row(s: dict) -> str:
+    """One sampled cluster's line of part 1's table."""
+    return f"{s['n']:>7} {s['seed']:>5} {s['gflops']:>9.1f} {s['sim_wall_s']:>11.1f}"
+
+
 def part1_summary(n: int, values: list[float], real: pd.DataFrame, ranks: int) -> tuple[str, dict | None]:
     """The line that sums up part 1 at size `n`, and how it compares with the real runs
     (the Dahu runs had 1,024 ranks: other clusters are not compared)."""
@@ -148,7 +153,7 @@ def merge(paths: list[str], real: pd.DataFrame) -> dict:
     for n in sorted({k[0] for k in seen}):
         rows = [s for s in out["sampled"] if s["n"] == n]
         for s in rows:
-            print(f"{n:>7} {s['seed']:>5} {s['gflops']:>9.1f} {s['sim_wall_s']:>11.1f}")
+            print(seed_row(s))
         line, versus = part1_summary(n, [s["gflops"] for s in rows], real, ranks)
         print(line)
         if versus:
@@ -220,7 +225,7 @@ def main() -> None:
             gflops, wall = run(config, platform, model, seed)
             values.append(gflops)
             out["sampled"].append({"n": n, "seed": seed, "gflops": gflops, "sim_wall_s": wall})
-            print(f"{n:>7} {seed:>5} {gflops:>9.1f} {wall:>11.1f}", flush=True)
+            print(seed_row(out["sampled"][-1]), flush=True)
         line, versus = part1_summary(n, values, real, args.nodes * args.ranks_per_node)
         if versus:
             out.setdefault("versus_reality", []).append(versus)

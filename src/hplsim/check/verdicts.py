@@ -155,11 +155,14 @@ class _Columns:
 
 
 def prepare(group: pd.DataFrame, metrics: list[str], watch: list[str], changelog: list[ChangelogEntry],
-            outliers: list[Outlier], columns: _Columns | None = None, where: np.ndarray | None = None) -> Series:
-    """One series: `group`'s runs (or, with `columns`, the rows `where` of its frame), in
-    time order, without the ones that cannot be used."""
-    if columns is None or where is None:
-        columns, where = _Columns.of(group, metrics, watch), np.arange(len(group))
+            outliers: list[Outlier]) -> Series:
+    """One series: `group`'s runs in time order, without the ones that cannot be used."""
+    return _series(_Columns.of(group, metrics, watch), np.arange(len(group)), metrics, watch, changelog, outliers)
+
+
+def _series(columns: _Columns, where: np.ndarray, metrics: list[str], watch: list[str],
+            changelog: list[ChangelogEntry], outliers: list[Outlier]) -> Series:
+    """`prepare` on the rows `where` of a frame whose columns were read once."""
     frame = columns.frame
     host, cpu = str(frame["host"].iat[where[0]]), int(frame["cpu"].iat[where[0]])
     left_out = {}
@@ -361,7 +364,8 @@ def series_of(history: pd.DataFrame, metrics: list[str], changelog: list[Changel
     columns = _Columns.of(df, metrics, watch)
     groups = sorted(df.groupby(["host", "cpu"], sort=False).indices.items(),
                     key=lambda kv: (_natural(str(kv[0][0])), kv[0][1]))
-    return [prepare(df, metrics, watch, list(changelog), list(outliers), columns, where) for _, where in groups]
+    changelog, outliers = list(changelog), list(outliers)
+    return [_series(columns, where, metrics, watch, changelog, outliers) for _, where in groups]
 
 
 def evaluate(history: pd.DataFrame, metrics: list[str], window: int = 5, gamma: float = 0.9999,
