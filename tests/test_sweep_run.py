@@ -380,8 +380,12 @@ def test_ctrl_c_stops_the_simulations_and_keeps_what_is_stored(spec12, local24, 
     marker = f"int-{os.getpid()}-{time.time_ns()}"
     proc = start_sweep_and_wait(spec12, db, tmp_path, marker, runs=2)
     proc.send_signal(signal.SIGINT)
+    stored_at_signal = sqlite3.connect(db, timeout=5).execute("SELECT count(*) FROM runs").fetchone()[0]
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "interrupted after" in err
+    # seen twice under load (a full suite with another job on the machine), cause unknown:
+    # exit 0 and no "interrupted" line; the count at the signal and stderr will tell
+    # whether the sweep had finished before the signal or lost it
+    assert proc.returncode == 130 and "interrupted after" in err, (proc.returncode, stored_at_signal, err)
     assert wait_gone(marker) == []
     with ResultStore(db, create=False) as store:
         assert [s["status"] for s in store.sweeps()] == ["interrupted"]
