@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
+
+from hplsim.quantiles import f_ppf, f_sf
 
 # A metric whose spread is below this fraction of its magnitude is constant to rounding.
 _CONSTANT = 1e-12
@@ -42,7 +43,7 @@ class ChewResult:
 
     @property
     def p_value(self) -> float:
-        return float(stats.f.sf(self.statistic, self.p, self.n - self.p))
+        return f_sf(self.statistic, self.p, self.n - self.p)
 
 
 def minimum_reference(p: int) -> int:
@@ -53,7 +54,7 @@ def minimum_reference(p: int) -> int:
 @lru_cache(maxsize=4096)
 def threshold(gamma: float, p: int, dfd: int) -> float:
     """F⁻¹(γ; p, dfd), cached: a history replay asks for the same few quantiles thousands of times."""
-    return float(stats.f.ppf(gamma, p, dfd))
+    return f_ppf(gamma, p, dfd)
 
 
 def _check(n: int, p: int, r: int, gamma: float) -> None:

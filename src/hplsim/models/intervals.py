@@ -29,18 +29,14 @@ from functools import cache
 from typing import Mapping, Sequence
 
 from hplsim.models.modelfile import ModelFile
+from hplsim.quantiles import NORM_PPF_95, norm_ppf, t_ppf
 
 LEVEL = 0.90
 
 
 @cache
 def _z() -> float:
-    # the normal quantile through scipy.special's ndtri (what scipy.stats.norm.ppf calls, the
-    # same bits), imported here: scipy.stats takes a second to import, scipy.special a third
-    # of it, and every `hplsim predict` and sweep worker prints an interval
-    from scipy.special import ndtri
-
-    return float(ndtri(0.5 + LEVEL / 2))
+    return NORM_PPF_95 if LEVEL == 0.90 else norm_ppf(0.5 + LEVEL / 2)
 
 
 @dataclass(frozen=True)
@@ -136,6 +132,4 @@ def t_half(sd: float, k: int) -> float:
     """A 90 % prediction half-width for one more draw from k samples of sd `sd`."""
     if k < 2:
         return 0.0
-    from scipy import stats  # see _z
-
-    return float(stats.t.ppf(0.5 + LEVEL / 2, k - 1)) * sd * math.sqrt(1 + 1 / k)
+    return t_ppf(0.5 + LEVEL / 2, k - 1) * sd * math.sqrt(1 + 1 / k)

@@ -26,9 +26,9 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from hplsim.errors import HplsimError
+from hplsim.quantiles import chi2_ppf, norm_ppf
 from hplsim.models.population import Population
 
 #: population coefficient -> history metric (docs/formats/history.md)
@@ -195,12 +195,12 @@ def noise_shape(calls: pd.DataFrame, seed: int = 0) -> tuple[tuple[float, float,
 def region(pop: Population, level: float = LEVEL) -> tuple[np.ndarray, float]:
     """The law's predictive region for one CPU's coefficients in one run: the ellipsoid
     (y - center)' S^-1 (y - center) <= chi2_k(level), S = spatial + temporal.run + temporal.cpu."""
-    return np.linalg.inv(pop.predictive_cov()), float(stats.chi2.ppf(level, len(pop.center)))
+    return np.linalg.inv(pop.predictive_cov()), chi2_ppf(level, len(pop.center))
 
 
 def marginal_widths(pop: Population, level: float = LEVEL) -> dict[str, tuple[float, float]]:
     """Per coefficient, the central `level` interval as factors of the centre (e.g. 0.95, 1.05)."""
-    z = float(stats.norm.ppf(0.5 + level / 2))
+    z = norm_ppf(0.5 + level / 2)
     sd = np.sqrt(np.diag(pop.predictive_cov()))
     return {c: (math.exp(-z * s), math.exp(z * s)) for c, s in zip(pop.coefficients, sd)}
 

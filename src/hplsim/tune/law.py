@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
 
 from hplsim.models.modelfile import ModelFile
 from hplsim.models.intervals import LEVEL
+from hplsim.quantiles import t_ppf
 
 TERMS = (2, 1)  # fitted powers of N (the N³ term comes from the model)
 
@@ -64,7 +65,7 @@ class Law:
         t = self.time(n)
         x = np.array([n**p for p in self.active], dtype=float)
         var = (float(x @ self.cov @ x) if len(self.active) else 0.0) + (self.sigma * t) ** 2
-        q = float(stats.t.ppf(0.5 + LEVEL / 2, self.dof)) if self.dof > 0 else 10.0
+        q = t_ppf(0.5 + LEVEL / 2, self.dof) if self.dof > 0 else 10.0
         fit_rel = q * math.sqrt(var) / t
         imbalance_rel = math.log(self.time(n, self.a_slowest) / t)
         # on the log scale: a time is positive, and far extrapolations stay finite
