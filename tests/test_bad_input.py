@@ -270,7 +270,7 @@ def _cases() -> list[Case]:
         ("bad_placement.yaml", r"placement: expected one of block, cyclic, got 'random'"),
         ("unknown_field.yaml", r"expected only the fields .*, got unknown field\(s\) gpus"),
         ("bad_piecewise.yaml", r"smpi\.smpi/os: expected a ';'-separated list of size:offset:per_byte, got '0:1'"),
-        ("bad_iprobe.yaml", r"mpi\.iprobe_reports: expected one of arrived, progressed"),
+        ("bad_iprobe.yaml", r"mpi\.iprobe_reports: expected one of arrived, progressed, progressed-between-nodes"),
         ("lb0.yaml", r"network\.loopback_bandwidth: expected a positive bandwidth"),
         ("bw0.xml", r"<cluster id='c'> bw='0GBps': a bandwidth must be positive"),
         ("negbw.xml", r"negbw\.xml: <cluster id='c'> bw: expected a bandwidth that is not negative, got '-5GBps'"),

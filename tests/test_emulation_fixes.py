@@ -13,7 +13,7 @@ import pytest
 from hplsim.hpl.build import EMULATED, hpl_binary
 from hplsim.hpl.config import HplConfig
 from hplsim.paths import csrc_dir
-from hplsim.platform.spec import load_platform
+from hplsim.platform.spec import load_platform, spec_from_dict
 from hplsim.predict import ModelSource, Prediction, predict
 from hplsim.presets import DEFAULT
 
@@ -134,6 +134,31 @@ def test_open_mpi_probe_semantics_delays_panels_only_under_look_ahead():
             assert progressed.breakdown["probes"]["failed"] > arrived.breakdown["probes"]["failed"]
         else:
             assert progressed.time_s == arrived.time_s
+
+
+def test_probe_semantics_between_nodes_follows_the_hostfile():
+    """E39: over PSM2 a probe is late for a message from another node and not for one from
+    the same node. On one node the mode is `arrived` to the bit; with one rank per node it
+    is `progressed` to the bit; with two nodes of two ranks (a 1×4 ring: two hops inside a
+    node, two between) it is neither."""
+    model = ModelSource.from_path(DEFAULT.model)
+    config = HplConfig(n=4000, nb=128, p=1, q=4, depth=1)
+
+    def times(nodes: int, cores: int) -> dict[str, Prediction]:
+        spec = spec_from_dict({"format": "hplsim-platform", "nodes": nodes, "cores_per_node": cores,
+                               "network": {"bandwidth": "12.5GBps", "latency": "1us"}})
+        platform = spec.platform()
+        return {r: predict(config, dataclasses.replace(platform, iprobe_reports=r), model, seed=2, breakdown=True)
+                for r in ("arrived", "progressed", "progressed-between-nodes")}
+
+    one_node = times(1, 4)
+    assert one_node["progressed"].time_s > 1.01 * one_node["arrived"].time_s  # the mechanism acts here
+    assert one_node["progressed-between-nodes"].time_s == one_node["arrived"].time_s
+    per_node = times(4, 1)
+    assert per_node["progressed-between-nodes"].time_s == per_node["progressed"].time_s
+    mixed = times(2, 2)
+    failed = {r: p.breakdown["probes"]["failed"] for r, p in mixed.items()}
+    assert failed["arrived"] < failed["progressed-between-nodes"] < failed["progressed"]
 
 
 def test_simgrid_growing_probe_delay_is_off_and_would_matter(monkeypatch):

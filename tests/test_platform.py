@@ -54,7 +54,7 @@ def test_star_and_fat_tree_run_and_place_ranks(tmp_path):
                                      "ranks_per_node, placement, host_prefix, host_suffix, network, smpi, mpi, "
                                      "got unknown field(s) colour"),
     ({"nodes": 2, "mpi": {"iprobe_reports": "eventually"}},
-     "mpi.iprobe_reports: expected one of arrived, progressed, got 'eventually'"),
+     "mpi.iprobe_reports: expected one of arrived, progressed, progressed-between-nodes, got 'eventually'"),
     ({"nodes": 2, "mpi": {"eager_limit": 4096}}, "mpi: expected only the fields iprobe_reports, "
                                                  "got unknown field(s) eager_limit"),
     ({"nodes": 2, "mpi": "openmpi"}, "mpi: expected a mapping of MPI behaviours, got str"),

@@ -47,7 +47,7 @@ def test_acceptance_spec_plans_eight_runs_with_hpl_defaults(tmp_path):
     variant = plan.variants[0]
     assert variant.platform.label == "builtin:dahu"
     assert variant.model.digest == ModelSource.from_path(DEFAULT.model).digest
-    assert variant.platform_digest == load_platform(DEFAULT.platform, DEFAULT.ranks_per_host).digest()
+    assert variant.platform_digest == DEFAULT.load_platform().digest()
     assert not (tmp_path / "work").exists()  # nothing derived, nothing written
 
 
@@ -144,7 +144,7 @@ def test_hpl_dat_is_a_spec(tmp_path):
                                          "are unsigned 64-bit), got -1"),
     ("hpl: {n: [2000\n", "not valid YAML at line"),
     ("hpl: {n: 2000}\nplatform: {variations: [{iprobe_reports: late}]}\n",
-     "platform.variations[0].iprobe_reports: expected one of arrived, progressed, got 'late'"),
+     "platform.variations[0].iprobe_reports: expected one of arrived, progressed, progressed-between-nodes, got 'late'"),
 ])
 def test_malformed_specs_say_where(tmp_path, text, message):
     with pytest.raises(HplsimError) as err:
@@ -204,11 +204,13 @@ def test_mpi_probe_semantics_as_a_what_if(tmp_path):
         hpl: {n: 2000, nb: 64, grids: [[1, 2]]}
         platform:
           ranks_per_host: 1
-          variations: [{}, {iprobe_reports: progressed}]
+          variations: [{}, {iprobe_reports: progressed}, {bandwidth: 2}]
     """))
     plan = make_plan(spec, tmp_path / "work", None)
     v = {x.platform_variation: x for x in plan.variants}
-    assert v["base"].platform.iprobe_reports == "arrived"
+    # the preset's own semantics (E39), kept by a variation that does not change it
+    assert v["base"].platform.iprobe_reports == "progressed-between-nodes"
+    assert v["bandwidth x2"].platform.iprobe_reports == "progressed-between-nodes"
     assert v["iprobe_reports=progressed"].platform.iprobe_reports == "progressed"
     assert v["base"].platform.xml == v["iprobe_reports=progressed"].platform.xml
     assert v["base"].platform_digest != v["iprobe_reports=progressed"].platform_digest

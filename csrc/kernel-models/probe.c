@@ -32,7 +32,10 @@
  * the rank's previous MPI call, which is the simulated clock before the compute done since
  * then is injected (runtime.c injects compute lazily, at the next MPI call). So the SMPI
  * probe runs first and the pending compute after it: the same total time, in the other
- * order.
+ * order. "progressed-between-nodes" is Open MPI's cm over PSM2 (Omni-Path, E39): PSM2's
+ * adapter path leaves a message from another node in the hardware queue at its first
+ * sighting, its shared-memory path does not, so a probe is "progressed" when its source
+ * runs on another host (from the hostfile, comms.c) and "arrived" when on this one.
  */
 #include <mpi.h>
 #include <simgrid/engine.h>
@@ -40,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comms.h"
 #include "fatal.h"
 #include "probe.h"
 #include "runtime.h"
@@ -59,9 +63,11 @@ static struct {
   unsigned long calls;
 } hint;
 
-/* 1: a probe reports only messages that had arrived by the rank's previous MPI call
- * (HPLSIM_IPROBE_REPORTS=progressed); 0: any message already sent (arrived, SMPI's). */
-static int progressed = -1;
+/* What a probe reports (HPLSIM_IPROBE_REPORTS): only messages that had arrived by the
+ * rank's previous MPI call, any message already sent (SMPI's), or the first for a source
+ * on another host and the second for one on this host. */
+enum { ARRIVED, PROGRESSED, PROGRESSED_BETWEEN_NODES };
+static int reports_mode = -1;
 
 void hplsim_busy_wait(int tag, MPI_Comm comm)
 {
@@ -92,9 +98,15 @@ int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *sta
       hplsim_fatal("HPLSIM_BUSY_WAIT must be 'hint' or 'poll', got '%s'", env);
     mode = !(env && strcmp(env, "poll") == 0);
     const char *reports = getenv("HPLSIM_IPROBE_REPORTS");
-    if (reports && strcmp(reports, "progressed") != 0 && strcmp(reports, "arrived") != 0)
-      hplsim_fatal("HPLSIM_IPROBE_REPORTS must be 'arrived' or 'progressed', got '%s'", reports);
-    progressed = reports && strcmp(reports, "progressed") == 0;
+    if (!reports || strcmp(reports, "arrived") == 0)
+      reports_mode = ARRIVED;
+    else if (strcmp(reports, "progressed") == 0)
+      reports_mode = PROGRESSED;
+    else if (strcmp(reports, "progressed-between-nodes") == 0)
+      reports_mode = PROGRESSED_BETWEEN_NODES;
+    else
+      hplsim_fatal("HPLSIM_IPROBE_REPORTS must be 'arrived', 'progressed' or 'progressed-between-nodes', "
+                   "got '%s'", reports);
   }
   /* The loop only polled since the hint if no compute is pending (it is injected below, or
    * was before the hint), the clock has not moved and the rank made no MPI call. */
@@ -102,6 +114,8 @@ int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *sta
                simgrid_get_clock() == hint.clock && hplsim_mpi_calls() == hint.calls;
   hint.set = 0;
   int err;
+  int progressed = reports_mode == PROGRESSED ||
+                   (reports_mode == PROGRESSED_BETWEEN_NODES && !hplsim_same_host(hplsim_world_rank(comm, source)));
   if (progressed) {
     err = MPI_Iprobe(source, tag, comm, flag, status);
     hplsim_flush();

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comms.h"
 #include "fatal.h"
 #include "hpl.h"
 #include "kernels.h"
@@ -147,44 +148,7 @@ static void trace_flush(void)
 /* ---------------------------------------------------------------- MPI calls */
 
 /* Peers are ranks of HPL's row, column or world communicators: the trace gives world
- * ranks. One translation table per communicator, built at its first use. */
-#define MAX_COMMS 16
-static struct {
-  MPI_Comm comm;
-  int size;
-  int *world;
-} comms[MAX_COMMS];
-static int ncomms;
-
-static int world_rank(MPI_Comm comm, int rank)
-{
-  if (rank < 0)
-    return -1;
-  for (int i = 0; i < ncomms; i++)
-    if (comms[i].comm == comm)
-      return rank < comms[i].size ? comms[i].world[rank] : -1;
-  if (ncomms == MAX_COMMS)
-    return -1;
-  MPI_Group group, world;
-  int size;
-  MPI_Comm_size(comm, &size);
-  MPI_Comm_group(comm, &group);
-  MPI_Comm_group(MPI_COMM_WORLD, &world);
-  int *from = malloc(2 * (size_t)size * sizeof(int));
-  if (!from)
-    hplsim_fatal("trace: out of memory");
-  for (int i = 0; i < size; i++)
-    from[i] = i;
-  MPI_Group_translate_ranks(group, size, from, world, from + size);
-  memmove(from, from + size, (size_t)size * sizeof(int));
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
-  comms[ncomms].comm = comm;
-  comms[ncomms].size = size;
-  comms[ncomms].world = from;
-  ncomms++;
-  return rank < size ? from[rank] : -1;
-}
+ * ranks (hplsim_world_rank, comms.c). */
 
 static int64_t bytes_of(int count, MPI_Datatype type)
 {
@@ -237,7 +201,7 @@ int __wrap_MPI_Send(const void *buf_, int count, MPI_Datatype type, int dest, in
     return __real_MPI_Send(buf_, count, type, dest, tag, comm);
   double t0 = simgrid_get_clock();
   int err = __real_MPI_Send(buf_, count, type, dest, tag, comm);
-  mpi_record(C_SEND, t0, world_rank(comm, dest), tag, bytes_of(count, type));
+  mpi_record(C_SEND, t0, hplsim_world_rank(comm, dest), tag, bytes_of(count, type));
   return err;
 }
 
@@ -248,7 +212,7 @@ int __wrap_MPI_Ssend(const void *buf_, int count, MPI_Datatype type, int dest, i
     return __real_MPI_Ssend(buf_, count, type, dest, tag, comm);
   double t0 = simgrid_get_clock();
   int err = __real_MPI_Ssend(buf_, count, type, dest, tag, comm);
-  mpi_record(C_SSEND, t0, world_rank(comm, dest), tag, bytes_of(count, type));
+  mpi_record(C_SSEND, t0, hplsim_world_rank(comm, dest), tag, bytes_of(count, type));
   return err;
 }
 
@@ -260,7 +224,7 @@ int __wrap_MPI_Issend(const void *buf_, int count, MPI_Datatype type, int dest, 
     return __real_MPI_Issend(buf_, count, type, dest, tag, comm, req);
   double t0 = simgrid_get_clock();
   int err = __real_MPI_Issend(buf_, count, type, dest, tag, comm, req);
-  int peer = world_rank(comm, dest);
+  int peer = hplsim_world_rank(comm, dest);
   int64_t bytes = bytes_of(count, type);
   mpi_record(C_ISSEND, t0, peer, tag, bytes);
   remember(*req, C_WAIT_SEND, peer, tag, bytes);
@@ -279,7 +243,7 @@ int __wrap_MPI_Recv(void *buf_, int count, MPI_Datatype type, int source, int ta
   int err = __real_MPI_Recv(buf_, count, type, source, tag, comm, st);
   int got = count;
   MPI_Get_count(st, type, &got);
-  mpi_record(C_RECV, t0, world_rank(comm, st->MPI_SOURCE), st->MPI_TAG, bytes_of(got, type));
+  mpi_record(C_RECV, t0, hplsim_world_rank(comm, st->MPI_SOURCE), st->MPI_TAG, bytes_of(got, type));
   return err;
 }
 
@@ -291,7 +255,7 @@ int __wrap_MPI_Irecv(void *buf_, int count, MPI_Datatype type, int source, int t
     return __real_MPI_Irecv(buf_, count, type, source, tag, comm, req);
   double t0 = simgrid_get_clock();
   int err = __real_MPI_Irecv(buf_, count, type, source, tag, comm, req);
-  int peer = world_rank(comm, source);
+  int peer = hplsim_world_rank(comm, source);
   int64_t bytes = bytes_of(count, type);
   mpi_record(C_IRECV, t0, peer, tag, bytes);
   remember(*req, C_WAIT_RECV, peer, tag, bytes);
@@ -323,7 +287,7 @@ int __wrap_MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status 
     return __real_MPI_Iprobe(source, tag, comm, flag, status);
   double t0 = simgrid_get_clock();
   int err = __real_MPI_Iprobe(source, tag, comm, flag, status);
-  mpi_record(*flag ? C_IPROBE_HIT : C_IPROBE_MISS, t0, world_rank(comm, source), tag, -1);
+  mpi_record(*flag ? C_IPROBE_HIT : C_IPROBE_MISS, t0, hplsim_world_rank(comm, source), tag, -1);
   return err;
 }
 

@@ -256,7 +256,8 @@ def predict(
                 binary, args, work, work / "platform.xml", work / "hostfile",
                 config.ranks, {**folding, **platform.config, **trace_cfg}, timeout,
                 preloads=simulation_preloads(binary),
-                env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, **trace_vars, **(pipe.env if pipe else {})},
+                env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, "HPLSIM_HOSTFILE": str(work / "hostfile"),
+                     **trace_vars, **(pipe.env if pipe else {})},
                 pass_fds=(pipe.fd,) if pipe else (),
             )
         if keep_dir:
@@ -391,10 +392,8 @@ def predict_command(**opts) -> None:
         params = params_from_options(base, opts)
 
     source = preset or DEFAULT
-    platform = load_platform(opts["platform_path"] or source.platform,
-                             opts["ranks_per_host"] or (None if opts["platform_path"] else source.ranks_per_host))
-    if opts["platform_path"] is None:
-        platform.label = f"builtin:{source.name}"
+    platform = (load_platform(opts["platform_path"], opts["ranks_per_host"]) if opts["platform_path"]
+                else source.load_platform(opts["ranks_per_host"]))
     model = (ModelSource.from_path(opts["model_path"]) if opts["model_path"]
              else ModelSource.from_path(source.model, f"builtin:{source.name}"))
     if opts["spatial_variability"] is not None or opts["temporal_variability"] is not None:

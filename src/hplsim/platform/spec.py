@@ -245,8 +245,10 @@ def _piecewise_ok(value: str, arity: int) -> bool:
 
 
 #: arrived: MPI_Iprobe reports any message already sent (SMPI's own semantics);
-#: progressed: only a message that had arrived by the rank's previous MPI call (Open MPI's ob1)
-IPROBE_REPORTS = ("arrived", "progressed")
+#: progressed: only a message that had arrived by the rank's previous MPI call (Open MPI's ob1);
+#: progressed-between-nodes: progressed for a message from another node, arrived for one
+#: from the same node (Open MPI's cm over PSM2, Omni-Path: docs/validation.md E39)
+IPROBE_REPORTS = ("arrived", "progressed", "progressed-between-nodes")
 _XML_SAFE = "<>&\"'"
 
 

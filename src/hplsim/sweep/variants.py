@@ -74,10 +74,8 @@ class _BasePlatform:
 def _base_platform(spec: SweepSpec) -> _BasePlatform:
     if spec.platform_path is None:
         rph = spec.ranks_per_host or DEFAULT.ranks_per_host
-        text = Path(DEFAULT.platform).read_text()
-        platform = platform_from_xml(text, str(DEFAULT.platform), rph)
-        platform.label = f"builtin:{DEFAULT.name}"  # the same label and digest as `hplsim predict`
-        return _BasePlatform(platform, None, text, rph)
+        platform = DEFAULT.load_platform(rph)  # the same label, semantics and digest as `hplsim predict`
+        return _BasePlatform(platform, None, platform.xml, rph)
     path = spec.platform_path
     text = read_text(path, "platform file")
     if text.lstrip().startswith("<"):
@@ -220,9 +218,8 @@ def vary_platform(base: _BasePlatform, v: PlatformVariation, where: str) -> Plat
     else:
         p = platform_from_xml(_vary_xml(base.xml or "", v, where), base.platform.label, base.ranks_per_host)
     p.label = base.platform.label
-    if v.iprobe_reports is not None:  # not in SimGrid's XML: set on the platform itself
-        p = dataclasses.replace(p, iprobe_reports=v.iprobe_reports)
-    return p
+    # not in SimGrid's XML: set on the platform itself, the base's unless the variation says
+    return dataclasses.replace(p, iprobe_reports=v.iprobe_reports or base.platform.iprobe_reports)
 
 
 # ------------------------------------------------------------------------------ model

@@ -45,10 +45,8 @@ def _sources(req: TuneRequest):
 
     preset = get_preset(req.preset) if req.preset else None
     source = preset or DEFAULT
-    platform = load_platform(req.platform_path or source.platform,
-                             req.ranks_per_host or (None if req.platform_path else source.ranks_per_host))
-    if req.platform_path is None:
-        platform.label = f"builtin:{source.name}"
+    platform = (load_platform(req.platform_path, req.ranks_per_host) if req.platform_path
+                else source.load_platform(req.ranks_per_host))
     model = (ModelSource.from_path(req.model_path) if req.model_path
              else ModelSource.from_path(source.model, f"builtin:{source.name}"))
     # the preset's HPL parameters (N is chosen later; large enough for any preset's NB)
