@@ -159,3 +159,19 @@ def test_the_first_rung_keeps_what_the_budget_pays_for_at_the_runners_prices():
     assert [p["i"] for p in kept] == [0, 1, 2, 3]  # 1 + 2 + 3 + 1 = 7; + 2 would be 9
     assert [p["i"] for p in _affordable(points, lambda p: 5.0, 1.0)] == [0]  # the anchor, even over
     assert len(_affordable(points, lambda p: 0.1, 100.0)) == 10
+
+
+def test_the_cost_law_prices_the_spread_roll_swaps_probes():
+    """A spread-roll swap under look-ahead probes at each step along the process column:
+    its runs cost more as P grows (measured 2.4x, 4.7x, 9.1x the probes at P = 8, 16, 32),
+    binary exchange, the mixed swap and no look-ahead do not."""
+    from hplsim.tune.cost import OVERHEAD_S, PER_RANK_S, estimate_s
+
+    def law(**kw) -> float:
+        c = HplConfig(n=2712, nb=64, **kw)
+        return estimate_s(c) - OVERHEAD_S - PER_RANK_S * c.ranks
+
+    base = law(p=32, q=32, swap=0, depth=1)
+    assert law(p=32, q=32, swap=1, depth=1) == pytest.approx(9 * base)
+    assert law(p=16, q=64, swap=1, depth=1) / law(p=16, q=64, swap=0, depth=1) == pytest.approx(5)
+    assert law(p=32, q=32, swap=2, depth=1) == law(p=32, q=32, swap=1, depth=0) == base

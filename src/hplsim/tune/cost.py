@@ -29,6 +29,15 @@ PER_RANK_S = 0.012
 #: wall time at 8x32, N = 1024, NB = 64 (2026-11-25); 7 of the 9 long-broadcast runs of a
 #: 20-minute Dahu search overran a timeout planned without this factor
 LONG_BCAST_FACTOR = 4.0
+#: HPL's spread-roll row swap (SWAP 1) under look-ahead probes for the next panel at each
+#: of its steps along the process column, and every failed probe is a simulation event:
+#: on the Dahu preset (N = 1,400 at 8x8 and 16x16, 2,712 at 32x32, NB 64, DEPTH 1, BCAST 0
+#: and 2; 2026-11-27) it made 2.4, 4.7 and 9.1 times the binary exchange's probes, about
+#: 1 + 0.25 P, and at 32x32 ran 149 s against 32 s. The tune's 2-hour Dahu search killed
+#: such a run at its share of the budget (133 s) although it was the best configuration
+#: simulated at that size (278 Gflops). SWAP 2 (binary exchange up to its column
+#: threshold) and DEPTH 0 (no probe between the steps) stay near the binary exchange.
+SPREAD_ROLL_PER_ROW = 0.25
 
 
 def estimate_s(config: HplConfig) -> float:
@@ -36,4 +45,6 @@ def estimate_s(config: HplConfig) -> float:
     law = COEFFICIENT * config.n ** N_EXPONENT * config.ranks ** RANK_EXPONENT * REFERENCE_NB / config.nb
     if config.bcast in (4, 5):
         law *= LONG_BCAST_FACTOR
+    if config.swap == 1 and config.depth >= 1:
+        law *= 1 + SPREAD_ROLL_PER_ROW * config.p
     return OVERHEAD_S + PER_RANK_S * config.ranks + law
