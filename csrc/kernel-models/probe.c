@@ -63,9 +63,9 @@ static struct {
   unsigned long calls;
 } hint;
 
-/* What a probe reports (HPLSIM_IPROBE_REPORTS): only messages that had arrived by the
- * rank's previous MPI call, any message already sent (SMPI's), or the first for a source
- * on another host and the second for one on this host. */
+/* What a probe reports (HPLSIM_IPROBE_REPORTS, the platform's names): any message already
+ * sent (arrived, SMPI's); only messages that had arrived by the rank's previous MPI call
+ * (progressed); progressed for a source on another host and arrived for one on this host. */
 enum { ARRIVED, PROGRESSED, PROGRESSED_BETWEEN_NODES };
 static int reports_mode = -1;
 
