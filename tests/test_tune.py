@@ -175,3 +175,39 @@ def test_the_cost_law_prices_the_spread_roll_swaps_probes():
     assert law(p=32, q=32, swap=1, depth=1) == pytest.approx(9 * base)
     assert law(p=16, q=64, swap=1, depth=1) / law(p=16, q=64, swap=0, depth=1) == pytest.approx(5)
     assert law(p=32, q=32, swap=2, depth=1) == law(p=32, q=32, swap=1, depth=0) == base
+
+
+def test_a_sensitivity_table_at_a_smaller_size_when_n_top_is_too_dear(tmp_path, monkeypatch):
+    """When what is left of the budget does not pay for the neighbours at N_top (the 2-hour
+    Dahu search: 4,756 s needed, 2,253 s left, no table), they run at the largest smaller
+    size it pays for, and the table says which. A stand-in for the simulation: its first
+    run at N_top takes all but 1.1 s of the budget."""
+    from hplsim.sweep.tasks import Outcome
+    from hplsim.tune import runner
+    from hplsim.tune.cost import estimate_s
+
+    spent, top = [0.0], {}
+
+    def dear_top(task, variant):
+        c = task.config
+        took = estimate_s(c)
+        if c.n == 1920 and not top:  # N_top of this search (its plan's sizes: 256 … 1920)
+            top[c] = took = 10.0 - spent[0] - 1.1
+        spent[0] += took
+        gflops = c.n ** 0.5 * (1 + c.depth) / (1 + abs(c.nb - 96) / 64) + task.seed % 3
+        return Outcome(task.hash, "ok", gflops, 2 / 3 * c.n**3 / gflops / 1e9, took, 0)
+
+    monkeypatch.setattr(runner, "run_task", dear_top)
+    _model(tmp_path)
+    code, out, err = invoke([*TINY, "--seed", "5"], tmp_path)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["search"]["sizes"][-1] == 1920 and top
+    table = doc["sensitivity"]
+    assert table and len({s["n"] for s in table}) == 1 and table[0]["n"] < 1920
+    assert f"the sensitivity table is at N={table[0]['n']}" in " ".join(doc["notes"])
+    assert "did not pay for the sensitivity runs at N=1920" in err
+    spent[0] = 0.0  # the same search again, for its text
+    top.clear()
+    code, text, _ = invoke([a for a in TINY if a != "--json"] + ["--seed", "5"], tmp_path)
+    assert code == 0 and f"(N={table[0]['n']}, one seed each; below N_top=1920" in text

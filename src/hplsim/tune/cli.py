@@ -141,8 +141,10 @@ def format_text(r: dict) -> str:
                      f"{e['rfact']:>3} {e['bcast']:>3} {e['depth']:>4} {e['swap']:>3}")
     if r["sensitivity"]:
         noise = r["noise_sd_pct"]
-        lines += ["", f"Sensitivity around the screening's winner (N={sim['n']}, one seed each; the seeds' "
-                      f"sd there: {'-' if noise is None else f'{noise:.2g} %'}):",
+        at = r["sensitivity"][0]["n"]
+        sd_there = f"the seeds' sd there: {'-' if noise is None else f'{noise:.2g} %'}" if at == sim["n"] else \
+            f"below N_top={sim['n']}: the budget did not pay for it there"
+        lines += ["", f"Sensitivity around the screening's winner (N={at}, one seed each; {sd_there}):",
                   f"{'parameter':>10} {'value':>10} {'Gflops':>10} {'change':>8}"]
         for s in r["sensitivity"]:
             lines.append(f"{s['parameter']:>10} {str(s['value']):>10} {s['gflops']:>10.5g} {100 * s['change']:>+7.1f}%")

@@ -261,6 +261,7 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
 
     # 2. one parameter at a time around the winner: refinement and sensitivity
     around = neighbours(space, winner)
+    sens_n, sens_scores = n_top, top_scores
     try:
         configs = [(name, pt, space.config(pt, n_top)) for name, pt in around if pt["nb"] <= n_top]
         results = runner.run([(c, seed) for _, _, c in configs])
@@ -268,21 +269,34 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
             if (c, seed) in results:
                 top_scores[_key(pt)] = results[(c, seed)].gflops
     except BudgetSpent as exc:
-        warn(f"tune: the budget ran out before the sensitivity runs ({exc}); no sensitivity table")
-        around = []
+        finals = [(space.config(winner, n_top), seed + i) for i in range(1, FINAL_SEEDS)]
+        final_reserve = runner.estimate(finals) + RESERVE_PER_RUN_S * len(finals)
+        if final_reserve > runner.budget_s - runner.spent_s:
+            final_reserve = 0.0  # the final seeds will not run anyway: the table comes first
+        smaller = _sensitivity_below(space, runner, around, winner, scores, sizes[:reached], seed, final_reserve)
+        if smaller is None:
+            warn(f"tune: the budget ran out before the sensitivity runs ({exc}); no sensitivity table")
+            around = []
+        else:
+            sens_n, sens_scores = smaller
+            warn(f"tune: the budget did not pay for the sensitivity runs at N={n_top} ({exc}); "
+                 f"the sensitivity table is at N={sens_n}")
+            notes.append(f"the sensitivity table is at N={sens_n}: the budget did not pay for its "
+                         f"{len(around)} runs at N={n_top}")
     best = dict(zip(SEARCHED, max(top_scores, key=lambda k: top_scores[k])))
-    best = _line_search(space, runner, winner, best, top_scores, n_top, seed)
+    if sens_n == n_top:  # a smaller size's neighbours do not compete with N_top's figures
+        best = _line_search(space, runner, winner, best, top_scores, n_top, seed)
     if best != winner:
         changed = next(k for k in SEARCHED if best[k] != winner[k])
         notes.append(f"the one-at-a-time refinement changed {changed} of the screening's winner "
                      f"({winner[changed]} -> {best[changed]}); the sensitivity table is around the screening's "
                      "winner")
-    base_g = top_scores[_key(winner)]
+    base_g = sens_scores[_key(winner)]
     sensitivity = []
     for name, pt in around:
-        g = top_scores.get(_key(pt))
+        g = sens_scores.get(_key(pt))
         if g is not None:
-            sensitivity.append({"parameter": name, "value": _value(pt[name]), "gflops": g,
+            sensitivity.append({"parameter": name, "value": _value(pt[name]), "n": sens_n, "gflops": g,
                                 "change": g / base_g - 1.0})
 
     # 3. final: seeds at N_top, the smaller sizes for the law
@@ -344,6 +358,31 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
                     "interval": [iv.low, iv.high], "gflops_at_n_top": top_scores[k],
                     "source": f"the recommendation's figure x {ratio:.4f} (its ratio at N={n_top}, one seed)"})
     return TuneOutcome(best_entry, top, sensitivity, plan, law, notes, final_interval, n_final, simulated)
+
+
+def _sensitivity_below(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
+                       sizes: list[int], seed: int, reserve_s: float) -> tuple[int, dict[tuple, float]] | None:
+    """The neighbours at the largest smaller size the budget still pays for, `reserve_s`
+    left for the final runs: (that N, its Gflops by point, the winner's own included).
+    A table at a smaller N says less about N_top than one at N_top, and more than none
+    (a 2-hour Dahu search priced its neighbours as the preset's configuration and found
+    them twice as dear: NB 64, long broadcasts)."""
+    for n in reversed(sizes):
+        own = scores.get(n, {}).get(_key(winner))
+        if own is None:
+            continue
+        configs = [(pt, space.config(pt, n)) for _, pt in around if pt["nb"] <= n]
+        runs = [(c, seed) for _, c in configs]
+        if runner.estimate(runs) + RESERVE_PER_RUN_S * len(runs) + reserve_s > runner.budget_s - runner.spent_s:
+            continue
+        try:
+            results = runner.run(runs)
+        except BudgetSpent:
+            continue
+        out = {_key(pt): results[(c, seed)].gflops for pt, c in configs if (c, seed) in results}
+        out[_key(winner)] = own
+        return n, out
+    return None
 
 
 def _line_search(space: Space, runner: Runner, winner: dict, best: dict, scores: dict[tuple, float], n: int,
