@@ -160,7 +160,7 @@ def test_dask_executor_reports_an_unreachable_scheduler():
     from hplsim.errors import HplsimError
 
     with pytest.raises(HplsimError, match="cannot reach the Dask scheduler"):
-        list(DaskExecutor("tcp://127.0.0.1:9", connect_timeout=2).run(
+        list(DaskExecutor("tcp://127.0.0.1:9", connect_timeout=0.5).run(
             make_plan(load_spec_text(ACCEPTANCE), Path("/tmp"), None).tasks[:1], []))
 
 
