@@ -18,7 +18,7 @@ def test_sweep_doc_examples_run(tmp_path):
     assert len(runs) == 32 and all(r["gflops"] > 0 for r in runs)
     assert len(list((tmp_path / "plots").glob("*.png"))) == 4
     assert len((tmp_path / "runs.csv").read_text().splitlines()) == 33
-    assert "24 ok, 0 failed" in whatif.stderr and "What if" in whatif_show.stdout
+    assert "12 ok, 0 failed" in whatif.stderr and "What if" in whatif_show.stdout
     assert "dropped 3 slowest host(s)" in whatif.stderr and "dropped 1 slowest host(s): dahu-1." in whatif.stderr
     table = whatif_show.stdout.split("What if")[1].splitlines()
     assert table[3].split()[:2] == ["base", "base"]  # the reference first
