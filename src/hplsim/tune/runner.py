@@ -60,10 +60,15 @@ class Runner:
         key = config_key(config, seed, self.variant.platform_digest, self.variant.model.digest)
         return Task(config, seed, 0, key, config_hash(key), timeout)
 
-    def estimate(self, runs: Sequence[tuple[HplConfig, int]]) -> float:
-        """Estimated cost of the runs the store does not hold yet."""
+    def charge(self, runs: Sequence[tuple[HplConfig, int]]) -> float:
+        """What `run` sets against the budget before starting `runs`: the estimated time of
+        those the store does not hold yet, and each one's reserve for its set-up and kill."""
         todo = self._missing(runs)
-        return sum(estimate_s(c) for c, _ in todo)
+        return sum(estimate_s(c) for c, _ in todo) + RESERVE_PER_RUN_S * len(todo)
+
+    @property
+    def left_s(self) -> float:
+        return self.budget_s - self.spent_s
 
     def _missing(self, runs: Sequence[tuple[HplConfig, int]]) -> list[tuple[HplConfig, int]]:
         runs = list(dict.fromkeys(runs))
@@ -76,12 +81,11 @@ class Runner:
         runs = list(dict.fromkeys(runs))
         todo = self._missing(runs)
         # a run's set-up and its kill on timeout happen outside its timeout: kept in reserve
-        left = self.budget_s - self.spent_s - RESERVE_PER_RUN_S * len(todo)
+        left = self.left_s - RESERVE_PER_RUN_S * len(todo)
         estimate = sum(estimate_s(c) for c, _ in todo)
         if todo and estimate > left:
-            raise BudgetSpent(f"the next {len(todo)} simulation(s) need about "
-                              f"{estimate + RESERVE_PER_RUN_S * len(todo):.1f} s, "
-                              f"{max(self.budget_s - self.spent_s, 0):.1f} s of the budget are left")
+            raise BudgetSpent(f"the next {len(todo)} simulation(s) need about {self.charge(runs):.1f} s, "
+                              f"{max(self.left_s, 0):.1f} s of the budget are left")
         if todo:
             scale = left / estimate
             tasks = [self._task(c, s, estimate_s(c) * scale) for c, s in todo]
@@ -115,7 +119,7 @@ class Runner:
         from hplsim.predict import predict
         from hplsim.models.intervals import kernel_shares
 
-        left = self.budget_s - self.spent_s - RESERVE_PER_RUN_S
+        left = self.left_s - RESERVE_PER_RUN_S
         if not self.variant.model.model.uncertainty or estimate_s(config) > left:
             return None
         start = time.perf_counter()

@@ -269,9 +269,8 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
             if (c, seed) in results:
                 top_scores[_key(pt)] = results[(c, seed)].gflops
     except BudgetSpent as exc:
-        finals = [(space.config(winner, n_top), seed + i) for i in range(1, FINAL_SEEDS)]
-        final_reserve = runner.estimate(finals) + RESERVE_PER_RUN_S * len(finals)
-        if final_reserve > runner.budget_s - runner.spent_s:
+        final_reserve = runner.charge([(space.config(winner, n_top), seed + i) for i in range(1, FINAL_SEEDS)])
+        if final_reserve > runner.left_s:
             final_reserve = 0.0  # the final seeds will not run anyway: the table comes first
         smaller = _sensitivity_below(space, runner, around, winner, scores, sizes[:reached], seed, final_reserve)
         if smaller is None:
@@ -373,12 +372,9 @@ def _sensitivity_below(space: Space, runner: Runner, around: list, winner: dict,
             continue
         configs = [(pt, space.config(pt, n)) for _, pt in around if pt["nb"] <= n]
         runs = [(c, seed) for _, c in configs]
-        if runner.estimate(runs) + RESERVE_PER_RUN_S * len(runs) + reserve_s > runner.budget_s - runner.spent_s:
+        if runner.charge(runs) + reserve_s > runner.left_s:
             continue
-        try:
-            results = runner.run(runs)
-        except BudgetSpent:
-            continue
+        results = runner.run(runs)
         out = {_key(pt): results[(c, seed)].gflops for pt, c in configs if (c, seed) in results}
         out[_key(winner)] = own
         return n, out
