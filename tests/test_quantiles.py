@@ -25,7 +25,10 @@ def test_same_bits_as_scipy_stats():
 
 
 def test_the_written_out_quantile_is_scipys():
+    from hplsim.models import intervals
+
     assert quantiles.NORM_PPF_95 == float(stats.norm.ppf(0.95)) == quantiles.norm_ppf(0.95)
+    assert intervals.Z == quantiles.norm_ppf(0.5 + intervals.LEVEL / 2)
 
 
 def test_a_prediction_imports_no_scipy():

@@ -25,18 +25,14 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from functools import cache
 from typing import Mapping, Sequence
 
 from hplsim.models.modelfile import ModelFile
-from hplsim.quantiles import NORM_PPF_95, norm_ppf, t_ppf
+from hplsim.quantiles import NORM_PPF_95, t_ppf
 
 LEVEL = 0.90
-
-
-@cache
-def _z() -> float:
-    return NORM_PPF_95 if LEVEL == 0.90 else norm_ppf(0.5 + LEVEL / 2)
+#: LEVEL's two-sided normal quantile, written out (tests/test_quantiles.py checks both)
+Z = NORM_PPF_95
 
 
 @dataclass(frozen=True)
@@ -125,7 +121,7 @@ def combine(central: float, half_widths: Sequence[float], seeds: int, seed_sd: f
 
 
 def z_half(rsd: float, value: float) -> float:
-    return _z() * rsd * value
+    return Z * rsd * value
 
 
 def t_half(sd: float, k: int) -> float:
