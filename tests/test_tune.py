@@ -177,6 +177,22 @@ def test_the_cost_law_prices_the_spread_roll_swaps_probes():
     assert law(p=32, q=32, swap=2, depth=1) == law(p=32, q=32, swap=1, depth=0) == base
 
 
+def test_the_cost_law_prices_the_long_broadcasts_by_q():
+    """The long broadcasts' roll has Q - 1 polled steps: their runs cost about 1.5x a ring's
+    at Q = 32 and 31x at Q = 256 (measured 1.5-1.6x and 31x), whatever the swap."""
+    from hplsim.tune.cost import OVERHEAD_S, PER_RANK_S, estimate_s
+
+    def ratio(p: int, q: int, bcast: int) -> float:
+        def law(b: int) -> float:
+            c = HplConfig(n=4096, nb=64, p=p, q=q, bcast=b, depth=1, swap=0)
+            return estimate_s(c) - OVERHEAD_S - PER_RANK_S * c.ranks
+        return law(bcast) / law(0)
+
+    assert ratio(8, 32, 4) == ratio(8, 32, 5) == pytest.approx(2.0)
+    assert 25 < ratio(4, 256, 5) < 40
+    assert ratio(32, 8, 4) < ratio(8, 32, 4) < ratio(2, 128, 4) < ratio(4, 256, 4)
+
+
 def test_a_sensitivity_table_at_a_smaller_size_when_n_top_is_too_dear(tmp_path, monkeypatch):
     """When what is left of the budget does not pay for the neighbours at N_top (the 2-hour
     Dahu search: 4,756 s needed, 2,253 s left, no table), they run at the largest smaller

@@ -25,10 +25,13 @@ OVERHEAD_S = 0.4
 #: seconds per rank: creating and starting the simulated ranks (about 12 s for 1,024 ranks)
 PER_RANK_S = 0.012
 #: HPL's long broadcasts (BCAST 4 long, 5 longM: a spread then a roll along the process
-#: row) send many more, smaller messages than the rings: 3.9x and 2.9x the 1ringM run's
-#: wall time at 8x32, N = 1024, NB = 64 (2026-11-25); 7 of the 9 long-broadcast runs of a
-#: 20-minute Dahu search overran a timeout planned without this factor
-LONG_BCAST_FACTOR = 4.0
+#: row, Q - 1 steps, each polled by the ranks waiting for it) cost more as Q grows, about
+#: as Q squared: on the Dahu preset (N = 4,096, NB 64, DEPTH 1, SWAP 0; 2026-11-27, one core
+#: to itself) 1.5-1.6x BCAST 0's wall time at 8x32, 8.9-9.7x at 2x128, 31x at 4x256 (287 s
+#: against 9.4 s); at N = 1,024: 1.0x at 32x8, 1.9-2.1x at 8x32. A flat factor of 4 had
+#: killed the long-broadcast neighbours of a 4x256 optimum at their share of the budget.
+LONG_BCAST_BASE = 1.5
+LONG_BCAST_PER_Q2 = 1 / 2048
 #: HPL's spread-roll row swap (SWAP 1) under look-ahead probes for the next panel at each
 #: of its steps along the process column, and every failed probe is a simulation event:
 #: on the Dahu preset (N = 1,400 at 8x8 and 16x16, 2,712 at 32x32, NB 64, DEPTH 1, BCAST 0
@@ -44,7 +47,7 @@ def estimate_s(config: HplConfig) -> float:
     """Estimated wall time of one simulation of `config`, in seconds."""
     law = COEFFICIENT * config.n ** N_EXPONENT * config.ranks ** RANK_EXPONENT * REFERENCE_NB / config.nb
     if config.bcast in (4, 5):
-        law *= LONG_BCAST_FACTOR
+        law *= LONG_BCAST_BASE + LONG_BCAST_PER_Q2 * config.q ** 2
     if config.swap == 1 and config.depth >= 1:
         law *= 1 + SPREAD_ROLL_PER_ROW * config.p
     return OVERHEAD_S + PER_RANK_S * config.ranks + law
