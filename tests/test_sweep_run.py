@@ -382,8 +382,10 @@ def test_ctrl_c_stops_the_simulations_and_keeps_what_is_stored(spec12, local24, 
     proc.send_signal(signal.SIGINT)
     stored_at_signal = sqlite3.connect(db, timeout=5).execute("SELECT count(*) FROM runs").fetchone()[0]
     _, err = proc.communicate(timeout=60)
-    # seen twice under load (a full suite with another job on the machine), cause unknown:
-    # exit 0 and no "interrupted" line; the count at the signal and stderr will tell
+    # seen three times under load (a full suite with another job on the machine): exit 0
+    # and no "interrupted" line. A candidate cause, fixed since and pinned in
+    # test_sweep_store.py: the handler's KeyboardInterrupt raised inside a finaliser, which
+    # Python drops. Should it fail again, the count at the signal and stderr will tell
     # whether the sweep had finished before the signal or lost it
     assert proc.returncode == 130 and "interrupted after" in err, (proc.returncode, stored_at_signal, err)
     assert wait_gone(marker) == []

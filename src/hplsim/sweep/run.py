@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from hplsim.emulate.progress import RunBars
 from hplsim.errors import HplsimError
@@ -77,21 +77,37 @@ def _reason_kind(reason: str) -> str:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM (e.g. from a batch system) stops the sweep like Ctrl-C: the runs in flight
-    are dropped, everything stored stays stored."""
+def _interrupts() -> Iterator[list[int]]:
+    """Ctrl-C and SIGTERM (e.g. from a batch system) stop the sweep: the runs in flight are
+    dropped, everything stored stays stored. Each signal is also noted in the list yielded:
+    Python drops an exception that its handler raises while a finaliser runs (it prints
+    "Exception ignored in …" and goes on), and a sweep whose Ctrl-C landed there would
+    run to its end, so the loop looks at the list between runs."""
+    seen: list[int] = []
+    try:
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # pragma: no cover - getsignal works in any thread
+        previous = {}
+
     def handler(signum, frame):
+        seen.append(signum)
+        before = previous.get(signum)
+        if signum == signal.SIGINT and callable(before) and before is not signal.default_int_handler:
+            before(signum, frame)  # hplsim's own (processes.handle_signals): it may defer the raise
+            return
         raise KeyboardInterrupt
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        for sig in previous:
+            signal.signal(sig, handler)
     except ValueError:  # not the main thread: leave signals alone
-        yield
+        yield seen
         return
     try:
-        yield
+        yield seen
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, before in previous.items():
+            signal.signal(sig, before if before is not None else signal.SIG_DFL)
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -143,7 +159,7 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
         if progress and sys.stderr.isatty() and hasattr(executor, "progress"):
             executor.progress = per_run
         try:
-            with _sigterm_as_interrupt(), _progress_bar(len(todo), progress and bool(todo)) as bar, \
+            with _interrupts() as signals, _progress_bar(len(todo), progress and bool(todo)) as bar, \
                     contextlib.closing(executor.run(todo, plan.variants)) as outcomes, \
                     contextlib.closing(per_run):
                 for outcome in outcomes:
@@ -161,6 +177,10 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
                             bar.write(f"hplsim: failed: {describe_task(task)}: {outcome.error}", file=sys.stderr)
                         bar.set_postfix(failed=result.failed, refresh=False)
                     bar.update(1)
+                    if signals:  # an interruption a finaliser swallowed: stop at this run
+                        raise KeyboardInterrupt
+                if signals:
+                    raise KeyboardInterrupt
             status = "done"
         except KeyboardInterrupt:
             result.interrupted = True
