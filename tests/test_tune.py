@@ -227,3 +227,39 @@ def test_a_sensitivity_table_at_a_smaller_size_when_n_top_is_too_dear(tmp_path, 
     top.clear()
     code, text, _ = invoke([a for a in TINY if a != "--json"] + ["--seed", "5"], tmp_path)
     assert code == 0 and f"(N={table[0]['n']}, one seed each; below N_top=1920" in text
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed one
+def test_a_ctrl_c_that_a_finaliser_swallowed_still_stops_the_search(tmp_path, monkeypatch):
+    """As the sweep (test_sweep_store.py): a Ctrl-C whose KeyboardInterrupt Python dropped
+    inside a finaliser stops the search after the run it came in, exit 130, and the store
+    records the search as interrupted. A stand-in for the simulation."""
+    import os
+    import signal
+    import sqlite3
+
+    from hplsim.sweep.tasks import Outcome
+    from hplsim.tune import runner
+
+    class SignalInFinaliser:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # bytecode: Python runs the handler here, inside __del__
+                pass
+
+    calls = [0]
+
+    def fake(task, variant):
+        calls[0] += 1
+        if calls[0] == 3:
+            SignalInFinaliser()
+        c = task.config
+        return Outcome(task.hash, "ok", 10.0 + c.nb / 64, 2 / 3 * c.n**3 / 1e10, 0.01, 0)
+
+    monkeypatch.setattr(runner, "run_task", fake)
+    _model(tmp_path)
+    code, out, err = invoke([*TINY, "--seed", "5", "--db", "i.sqlite"], tmp_path)
+    assert code == 130 and "hplsim: aborted" in err, (code, err)  # click turns Ctrl-C into Abort
+    db = sqlite3.connect(tmp_path / "i.sqlite")
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == calls[0] == 3
+    assert [r[0] for r in db.execute("SELECT status FROM sweeps")] == ["interrupted"]

@@ -197,6 +197,49 @@ def handle_signals() -> None:
 
 
 @contextlib.contextmanager
+def noted_interrupts(stop_on_sigterm: bool = False) -> Iterator[list[int]]:
+    """Notes each SIGINT and SIGTERM in the list it yields, for a loop to look at between
+    its steps: Python drops an exception that a signal's handler raises while a finaliser
+    runs (it prints "Exception ignored in …" and goes on), and a sweep or a search whose
+    Ctrl-C landed there would run to its end. The handlers already in place still act
+    (`handle_signals`'s, which may defer the raise); with `stop_on_sigterm`, SIGTERM
+    raises KeyboardInterrupt, so that a batch system's stop is a Ctrl-C. Outside the main
+    thread, signals are left alone (and nothing is noted)."""
+    seen: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum: int, frame: Any) -> None:
+        seen.append(signum)
+        before = previous[signum]
+        if signum == signal.SIGTERM and stop_on_sigterm:
+            raise KeyboardInterrupt
+        if callable(before):
+            before(signum, frame)
+        elif signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        else:
+            raise Interrupted(signum)
+
+    try:
+        for sig in previous:
+            signal.signal(sig, handler)
+    except ValueError:  # not the main thread
+        yield seen
+        return
+    try:
+        yield seen
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before if before is not None else signal.SIG_DFL)
+
+
+def raise_noted(seen: Sequence[int]) -> None:
+    """Raise the interruption `seen` (from `noted_interrupts`) holds, if any."""
+    if seen:
+        raise KeyboardInterrupt if seen[-1] == signal.SIGINT else Interrupted(seen[-1])
+
+
+@contextlib.contextmanager
 def run_dir(kind: str, parent: Path | None = None) -> Iterator[Path]:
     """A temporary folder ``hplsim-<kind>-<pid>-XXXX`` (in `parent`, default the system's
     temporary folder), removed when the block ends, however it ends. A `parent` of its own

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import re
-import signal
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from hplsim.emulate.progress import RunBars
 from hplsim.errors import HplsimError
+from hplsim.processes import noted_interrupts
 from hplsim.sweep.executors import Executor
 from hplsim.sweep.plan import Invalid, make_plan
 from hplsim.sweep.spec import SweepSpec
@@ -76,40 +76,6 @@ def _reason_kind(reason: str) -> str:
     return re.sub(r"\d+", "#", reason)
 
 
-@contextlib.contextmanager
-def _interrupts() -> Iterator[list[int]]:
-    """Ctrl-C and SIGTERM (e.g. from a batch system) stop the sweep: the runs in flight are
-    dropped, everything stored stays stored. Each signal is also noted in the list yielded:
-    Python drops an exception that its handler raises while a finaliser runs (it prints
-    "Exception ignored in …" and goes on), and a sweep whose Ctrl-C landed there would
-    run to its end, so the loop looks at the list between runs."""
-    seen: list[int] = []
-    try:
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    except ValueError:  # pragma: no cover - getsignal works in any thread
-        previous = {}
-
-    def handler(signum, frame):
-        seen.append(signum)
-        before = previous.get(signum)
-        if signum == signal.SIGINT and callable(before) and before is not signal.default_int_handler:
-            before(signum, frame)  # hplsim's own (processes.handle_signals): it may defer the raise
-            return
-        raise KeyboardInterrupt
-
-    try:
-        for sig in previous:
-            signal.signal(sig, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield seen
-        return
-    try:
-        yield seen
-    finally:
-        for sig, before in previous.items():
-            signal.signal(sig, before if before is not None else signal.SIG_DFL)
-
-
 def _progress_bar(total: int, enabled: bool):
     from tqdm import tqdm
 
@@ -159,7 +125,7 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
         if progress and sys.stderr.isatty() and hasattr(executor, "progress"):
             executor.progress = per_run
         try:
-            with _interrupts() as signals, _progress_bar(len(todo), progress and bool(todo)) as bar, \
+            with noted_interrupts(stop_on_sigterm=True) as signals, _progress_bar(len(todo), progress and bool(todo)) as bar, \
                     contextlib.closing(executor.run(todo, plan.variants)) as outcomes, \
                     contextlib.closing(per_run):
                 for outcome in outcomes:

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Callable
 
 from hplsim import __version__
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, Interrupted
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import format_hpl_dat
 from hplsim.outputs import check_file, write_text
-from hplsim.processes import run_dir
+from hplsim.processes import noted_interrupts, run_dir
 from hplsim.tune.constraints import Space, make_space, memory_n, node_bytes
 
 
@@ -133,8 +133,11 @@ def run_tune(req: TuneRequest) -> dict:
             try:
                 req.say(f"{ranks} ranks on {nodes} node(s) of {platform.label}, model {model.label}; "
                         f"{space.size} configurations in the search space; budget {req.budget_s:.0f} s")
-                outcome = search(space, runner, plan, n_for, req.seed, anchor, req.say)
+                with noted_interrupts() as runner.signals:
+                    outcome = search(space, runner, plan, n_for, req.seed, anchor, req.say)
                 status = "done"
+            except (KeyboardInterrupt, Interrupted):
+                raise
             except BaseException:
                 status = "error"
                 raise

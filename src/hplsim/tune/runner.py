@@ -20,6 +20,7 @@ from typing import Iterator, Sequence
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
+from hplsim.processes import raise_noted
 from hplsim.sweep.executors import Executor
 from hplsim.sweep.store import ResultStore
 from hplsim.sweep.tasks import Outcome, Task, config_hash, config_key, run_task
@@ -55,6 +56,7 @@ class Runner:
     log: list[str] = field(default_factory=list)
     mine: set[str] = field(default_factory=set)  # runs this tune launched (the rest were in the store)
     counted: set[str] = field(default_factory=set)
+    signals: list[int] = field(default_factory=list)  # noted interruptions (processes.noted_interrupts)
 
     def _task(self, config: HplConfig, seed: int, timeout: float | None) -> Task:
         key = config_key(config, seed, self.variant.platform_digest, self.variant.model.digest)
@@ -99,6 +101,7 @@ class Runner:
                     self.failed += 1
                     self.log.append(f"N={task.config.n} NB={task.config.nb} {task.config.p}x{task.config.q} "
                                     f"{task.config.label()} seed {task.seed}: {outcome.error}")
+                raise_noted(self.signals)  # an interruption a finaliser swallowed: stop here
         for c, s in runs:  # each stored run this tune did not launch, once
             h = self._task(c, s, None).hash
             if h not in self.mine and h not in self.counted:
