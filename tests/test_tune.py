@@ -159,6 +159,12 @@ def test_the_first_rung_keeps_what_the_budget_pays_for_at_the_runners_prices():
     assert [p["i"] for p in kept] == [0, 1, 2, 3]  # 1 + 2 + 3 + 1 = 7; + 2 would be 9
     assert [p["i"] for p in _affordable(points, lambda p: 5.0, 1.0)] == [0]  # the anchor, even over
     assert len(_affordable(points, lambda p: 0.1, 100.0)) == 10
+    # a dear point is passed over, not a stop: the 2-hour Dahu search's second point (a long
+    # broadcast on 1x1,024, 165 times the anchor) had left it screening the anchor alone
+    dear = {**cost, 1: 50.0}
+    assert [p["i"] for p in _affordable(points, lambda p: dear[p["i"]], 7.5)] == [0, 2, 3, 4]  # 1 + 3 + 1 + 2
+    assert [p["i"] for p in _affordable(points, lambda p: cost[p["i"]], 100.0, most=2.0)] == [0, 1, 3, 4, 6, 7, 9]
+    assert [p["i"] for p in _affordable(points, lambda p: cost[p["i"]], 100.0, limit=3)] == [0, 1, 2]
 
 
 def test_the_cost_law_prices_the_spread_roll_swaps_probes():

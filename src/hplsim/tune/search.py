@@ -39,6 +39,8 @@ LINE = ("grid", "nb")
 RUNGS = 4  # N_top/8, /4, /2, N_top
 FINAL_SEEDS = 3  # seeds of the recommendation at N_top
 MIN_SCREENED_PER_GRID = 2
+#: the first rung draws this many times the planned points, to replace those it passes over
+OVERDRAW = 2
 #: the share of the budget the refinement and final stages may take (the screening gets the rest)
 LATE_SHARE = 0.5
 N_ROUND = 8
@@ -152,15 +154,20 @@ def make_plan(space: Space, n_final: int, budget_s: float, ref: HplConfig) -> Pl
     return Plan(sizes, m0, late + _screen_cost(m0, sizes, ref))
 
 
-def _affordable(points: list[dict], cost, allowance: float) -> list[dict]:
-    """The first points, in order, whose costs add up to at most `allowance` (the first
-    point, the anchor, always)."""
+def _affordable(points: list[dict], cost, allowance: float, most: float = math.inf,
+                limit: int | None = None) -> list[dict]:
+    """Points, in order, whose costs add up to at most `allowance`, at most `limit` of them:
+    the first point (the anchor) always; a later one is passed over when it costs more than
+    `most` by itself or no longer fits, and the next ones are still considered."""
     kept, total = [], 0.0
     for point in points:
-        total += cost(point)
-        if kept and total > allowance:
+        if limit is not None and len(kept) >= limit:
             break
+        c = cost(point)
+        if kept and (c > most or total + c > allowance):
+            continue
         kept.append(point)
+        total += c
     return kept
 
 
@@ -217,7 +224,10 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
     notes: list[str] = []
 
     # 1. successive halving
-    alive = first_rung(space, plan.screened, anchor, seed)
+    # Twice the planned points are drawn: those dearer than a screened configuration's fair
+    # share are passed over (a long broadcast on 1x1,024 costs 165 times the anchor, and
+    # taking it, or stopping at it, left the 2-hour Dahu search with the anchor alone).
+    alive = first_rung(space, min(space.size, OVERDRAW * plan.screened), anchor, seed)
     # The plan priced every screened point as the anchor, without the runner's reserve per
     # run; the runner charges each point its own estimate (a long broadcast costs more) and
     # the reserve, and refuses a batch that does not fit (911 points planned for 600 s of
@@ -225,8 +235,9 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
     # points the budget pays for, once the later rungs' planned share is set aside.
     later = plan.estimate_s - plan.screened * estimate_s(_at(anchor_config, sizes[0]))
     allowance = runner.budget_s - runner.spent_s - later
+    minimum = min(space.size, MIN_SCREENED_PER_GRID * len(space.grids))
     alive = _affordable(alive, lambda pt: _run_cost(space.config(pt, sizes[0])) if pt["nb"] <= sizes[0] else 0.0,
-                        allowance)
+                        allowance, most=allowance / minimum, limit=plan.screened)
     plan = replace(plan, screened=len(alive))  # what the outputs report
     say(f"plan: {len(alive)} configurations at N={sizes[0]}, the best third at each of N="
         f"{', '.join(map(str, sizes[1:]))}; estimated {plan.estimate_s:.0f} s of simulation")
