@@ -269,3 +269,33 @@ def test_a_ctrl_c_that_a_finaliser_swallowed_still_stops_the_search(tmp_path, mo
     db = sqlite3.connect(tmp_path / "i.sqlite")
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == calls[0] == 3
     assert [r[0] for r in db.execute("SELECT status FROM sweeps")] == ["interrupted"]
+
+
+def test_neighbours_too_dear_to_simulate_are_listed_not_run(tmp_path, monkeypatch):
+    """Around a 1x2 winner nothing is dear; a neighbour whose estimate is over 16 times the
+    winner's (here: the long broadcasts, with the cost law's Q term made huge) is listed in
+    `sensitivity_not_simulated` and a note, never run, and the others still make the table
+    (the 20-minute Dahu search around 4x256 had lost its whole table to them)."""
+    from hplsim.sweep.tasks import Outcome
+    from hplsim.tune import cost, runner
+
+    monkeypatch.setattr(cost, "LONG_BCAST_PER_Q2", 100.0)
+    ran = []
+
+    def fake(task, variant):
+        ran.append(task.config)
+        c = task.config
+        gflops = c.n ** 0.5 * (1 + c.depth) / (1 + abs(c.nb - 96) / 64) + task.seed % 3
+        return Outcome(task.hash, "ok", gflops, 2 / 3 * c.n**3 / gflops / 1e9, 0.01, 0)
+
+    monkeypatch.setattr(runner, "run_task", fake)
+    _model(tmp_path)
+    args = [a if a != "1" or i != TINY.index("--bcast") + 1 else "1,4,5" for i, a in enumerate(TINY)]
+    code, out, err = invoke([*args, "--seed", "5", "--budget", "10m"], tmp_path)
+    assert code == 0, err
+    doc = json.loads(out)
+    skipped = doc["sensitivity_not_simulated"]
+    assert sorted(d["value"] for d in skipped) == [4, 5]
+    assert all(d["parameter"] == "bcast" and d["estimated_s"] > 0 for d in skipped)
+    assert not any(c.bcast in (4, 5) and c.n == doc["simulated"]["n"] for c in ran)
+    assert doc["sensitivity"] and any("not simulated" in n for n in doc["notes"])

@@ -169,6 +169,7 @@ def run_tune(req: TuneRequest) -> dict:
         "top": outcome.top,
         "sensitivity": outcome.sensitivity,
         "sensitivity_by_parameter": dict(sorted(by_param.items(), key=lambda kv: -abs(kv[1]))),
+        "sensitivity_not_simulated": outcome.not_simulated,
         "noise_sd_pct": noise,
         "simulated": outcome.simulated,
         "law": outcome.law.to_dict() if outcome.law else None,

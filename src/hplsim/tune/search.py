@@ -41,6 +41,8 @@ FINAL_SEEDS = 3  # seeds of the recommendation at N_top
 MIN_SCREENED_PER_GRID = 2
 #: the first rung draws this many times the planned points, to replace those it passes over
 OVERDRAW = 2
+#: a neighbour of the winner dearer than this many times the winner's run is not simulated
+DEAR_NEIGHBOUR = 16
 #: the share of the budget the refinement and final stages may take (the screening gets the rest)
 LATE_SHARE = 0.5
 N_ROUND = 8
@@ -64,6 +66,7 @@ class TuneOutcome:
     interval: Interval | None = None
     n_final: int = 0
     simulated: dict = field(default_factory=dict)
+    not_simulated: list[dict] = field(default_factory=list)  # neighbours too dear to simulate
 
 
 def _round(n: float) -> int:
@@ -271,7 +274,11 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
     winner = dict(zip(SEARCHED, max(top_scores, key=lambda k: top_scores[k])))
 
     # 2. one parameter at a time around the winner: refinement and sensitivity
-    around = neighbours(space, winner)
+    around, dear = _split_dear(space, neighbours(space, winner), winner, n_top)
+    if dear:
+        notes.append("not simulated around the winner, each over "
+                     f"{DEAR_NEIGHBOUR:g} times its cost at N={n_top}: " + ", ".join(
+                         f"{d['parameter']} {d['value']} (about {d['estimated_s']:.0f} s)" for d in dear))
     sens_n, sens_scores = n_top, top_scores
     try:
         configs = [(name, pt, space.config(pt, n_top)) for name, pt in around if pt["nb"] <= n_top]
@@ -367,7 +374,24 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
         top.append({**_describe(dict(zip(SEARCHED, k))), "n": n_final, "gflops": g,
                     "interval": [iv.low, iv.high], "gflops_at_n_top": top_scores[k],
                     "source": f"the recommendation's figure x {ratio:.4f} (its ratio at N={n_top}, one seed)"})
-    return TuneOutcome(best_entry, top, sensitivity, plan, law, notes, final_interval, n_final, simulated)
+    return TuneOutcome(best_entry, top, sensitivity, plan, law, notes, final_interval, n_final, simulated, dear)
+
+
+def _split_dear(space: Space, around: list, winner: dict, n: int) -> tuple[list, list[dict]]:
+    """The neighbours worth simulating, and those whose run at `n` would cost more than
+    DEAR_NEIGHBOUR times the winner's (a long broadcast on a 4x256 grid: 33 times a ring's,
+    tune/cost.py), listed with their estimate instead: one such run would take the share
+    of every other neighbour, and the table would then have no row at all (the 20-minute
+    Dahu search: 17 neighbours priced 1,975 s, 1,074 s left, no table)."""
+    cost = estimate_s(space.config(winner, n))
+    keep, dear = [], []
+    for name, pt in around:
+        if pt["nb"] <= n and estimate_s(space.config(pt, n)) > DEAR_NEIGHBOUR * cost:
+            dear.append({"parameter": name, "value": _value(pt[name]), "n": n,
+                         "estimated_s": estimate_s(space.config(pt, n))})
+        else:
+            keep.append((name, pt))
+    return keep, dear
 
 
 def _sensitivity_below(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
