@@ -1,9 +1,11 @@
 """What a simulation will cost before it runs: the growth law of docs/predict.md ("Cost of a
 simulation": wall ≈ 2.95e-6 · N^1.04 · (P·Q)^1.01 s at NB = 128 on this kind of machine),
 scaled by 128/NB (SMPI's cost is per event, and HPL's events come per panel: N/NB panels),
-plus the launch of smpirun and the creation of the simulated ranks, whatever N: 12–17 s
-measured for 1,024 ranks at N = 568 on the loaded shared machine (load 10 on 2 cores), where
-the law says 2.4 s; 0.17 s for 4 ranks at N = 2000.
+plus the launch of smpirun and the creation of the simulated ranks, whatever N: 3.6 s for
+1,024 ranks at N = 256 (two panels) and 4.0 s at N = 568, where the law says 2.4 s, on a
+2-core machine with one core to itself (2026-11-27; 12–17 s had been measured on the loaded
+shared machine at load 10, and the plans made with that figure left four fifths of a
+20-minute budget unspent); 0.26 s for 64 ranks at N = 568.
 
 The law plans the search (it is deterministic: the same inputs give the same plan on any
 machine, hence the same recommendation); the budget itself is enforced on the measured
@@ -22,8 +24,8 @@ REFERENCE_NB = 128
 #: seconds: smpirun's launch, reading the platform, HPL's set-up (0.17 s measured for 2x2 at
 #: N = 2000 on the shared machine; doubled)
 OVERHEAD_S = 0.4
-#: seconds per rank: creating and starting the simulated ranks (about 12 s for 1,024 ranks)
-PER_RANK_S = 0.012
+#: seconds per rank: creating and starting the simulated ranks (about 3 s for 1,024 ranks)
+PER_RANK_S = 0.003
 #: HPL's long broadcasts (BCAST 4 long, 5 longM: a spread then a roll along the process
 #: row, Q - 1 steps, each polled by the ranks waiting for it) cost more as Q grows, about
 #: as Q squared: on the Dahu preset (N = 4,096, NB 64, DEPTH 1, SWAP 0; 2026-11-27, one core
