@@ -36,13 +36,16 @@ LONG_BCAST_BASE = 1.5
 LONG_BCAST_PER_Q2 = 1 / 2048
 #: HPL's spread-roll row swap (SWAP 1) under look-ahead probes for the next panel at each
 #: of its steps along the process column, and every failed probe is a simulation event:
-#: on the Dahu preset (N = 1,400 at 8x8 and 16x16, 2,712 at 32x32, NB 64, DEPTH 1, BCAST 0
-#: and 2; 2026-11-27) it made 2.4, 4.7 and 9.1 times the binary exchange's probes, about
-#: 1 + 0.25 P, and at 32x32 ran 149 s against 32 s. The tune's 2-hour Dahu search killed
-#: such a run at its share of the budget (133 s) although it was the best configuration
-#: simulated at that size (278 Gflops). SWAP 2 (binary exchange up to its column
-#: threshold) and DEPTH 0 (no probe between the steps) stay near the binary exchange.
-SPREAD_ROLL_PER_ROW = 0.25
+#: on the Dahu preset (N = 1,400 at 8x8 and 16x16, 2,712 at 32x32, NB 64, DEPTH 1, BCAST 0;
+#: 2026-11-27) it made 2.4, 4.7 and 9.1 times the binary exchange's probes and took 0.9,
+#: 2.75 and 4.7 times its wall time (1.1 / 1.2 s, 8.8 / 3.2 s, 149 / 31.7 s): about
+#: 1 + 0.12 P of the wall (the probes' ratio, 1 + 0.25 P, had been taken first, and priced
+#: an 8x128 winner's neighbours at three times a ring's: the 20-minute search then found no
+#: room for its sensitivity table). The tune's 2-hour Dahu search had killed such a run at
+#: its share of the budget (133 s) although it was the best configuration simulated at that
+#: size. SWAP 2 (binary exchange up to its column threshold) and DEPTH 0 (no probe between
+#: the steps) stay near the binary exchange.
+SPREAD_ROLL_PER_ROW = 0.12
 
 
 def estimate_s(config: HplConfig) -> float:

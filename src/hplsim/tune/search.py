@@ -292,8 +292,28 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
             final_reserve = 0.0  # the final seeds will not run anyway: the table comes first
         smaller = _sensitivity_below(space, runner, around, winner, scores, sizes[:reached], seed, final_reserve)
         if smaller is None:
-            warn(f"tune: the budget ran out before the sensitivity runs ({exc}); no sensitivity table")
-            around = []
+            # a part of the table rather than none: the neighbours at N_top the budget pays
+            # for, in order; the others are listed as not simulated
+            runs = {_key(pt): (space.config(pt, n_top), seed) for _, pt in around if pt["nb"] <= n_top}
+            paid, total = [], 0.0
+            for name, pt in around:
+                if _key(pt) in runs and total + runner.charge([runs[_key(pt)]]) <= runner.left_s - final_reserve:
+                    paid.append((name, pt))
+                    total += runner.charge([runs[_key(pt)]])
+            if paid:
+                results = runner.run([runs[_key(pt)] for _, pt in paid])
+                for _, pt in paid:
+                    if runs[_key(pt)] in results:
+                        top_scores[_key(pt)] = results[runs[_key(pt)]].gflops
+            unpaid = [(name, pt) for name, pt in around if (name, pt) not in paid and _key(pt) in runs]
+            dear += [{"parameter": name, "value": _value(pt[name]), "n": n_top, "reason": "budget",
+                      "estimated_s": estimate_s(runs[_key(pt)][0])} for name, pt in unpaid]
+            warn(f"tune: the budget did not pay for all the sensitivity runs ({exc}); the table has "
+                 f"{len(paid)} of its {len(paid) + len(unpaid)} rows")
+            if unpaid:
+                notes.append(f"the sensitivity table lacks {len(unpaid)} of its rows: the budget did not pay "
+                             "for them (sensitivity_not_simulated)")
+            around = paid
         else:
             sens_n, sens_scores = smaller
             warn(f"tune: the budget did not pay for the sensitivity runs at N={n_top} ({exc}); "
@@ -387,7 +407,7 @@ def _split_dear(space: Space, around: list, winner: dict, n: int) -> tuple[list,
     keep, dear = [], []
     for name, pt in around:
         if pt["nb"] <= n and estimate_s(space.config(pt, n)) > DEAR_NEIGHBOUR * cost:
-            dear.append({"parameter": name, "value": _value(pt[name]), "n": n,
+            dear.append({"parameter": name, "value": _value(pt[name]), "n": n, "reason": "cost",
                          "estimated_s": estimate_s(space.config(pt, n))})
         else:
             keep.append((name, pt))
