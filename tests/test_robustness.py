@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,22 @@ def test_write_json_takes_numpy_scalars_and_refuses_other_objects(tmp_path):
     with pytest.raises(TypeError):
         write_json(tmp_path / "c.json", {"a": object()}, "test")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+
+
+def test_a_folder_whose_pid_now_belongs_to_a_newer_process_is_stale(tmp_path):
+    """Pids wrap (pid_max is 32,768 here): a folder left by a killed hplsim whose pid a newer
+    process took was kept for ever (the sweep's SIGKILL test failed on it once). The folder
+    is stale when the process with its pid started after the folder was last changed."""
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        reused = tmp_path / f"hplsim-run-{sleeper.pid}-old"
+        reused.mkdir()
+        hour_ago = time.time() - 3600
+        os.utime(reused, (hour_ago, hour_ago))
+        own = tmp_path / f"hplsim-run-{sleeper.pid}-new"  # made after its process started
+        own.mkdir()
+        assert processes.clean_stale_dirs(tmp_path) == [reused]
+        assert own.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -264,6 +264,28 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _started_at(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch), from /proc; None if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    ticks = float(stat.rsplit(")", 1)[1].split()[19])  # field 22, after the command's parentheses
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _owner_alive(pid: int, touched_at: float) -> bool:
+    """Whether the process that made a folder still runs: a process with its pid that started
+    after the folder was last changed is another one (pids wrap at pid_max, 32,768 here, and
+    a folder whose owner was killed was kept for a newcomer with its pid)."""
+    if not _alive(pid):
+        return False
+    started = _started_at(pid)
+    return started is None or started <= touched_at + 1.0  # btime and ticks: to the second
+
+
 def clean_stale_dirs(parent: Path | None = None) -> list[Path]:
     """Remove the temporary folders left by hplsim processes that no longer run."""
     folder = Path(parent or tempfile.gettempdir())
@@ -277,7 +299,11 @@ def clean_stale_dirs(parent: Path | None = None) -> list[Path]:
         if not m or not entry.is_dir(follow_symlinks=False):
             continue
         pid = int(m.group(1))
-        if pid == os.getpid() or _alive(pid):
+        try:
+            touched = entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if pid == os.getpid() or _owner_alive(pid, touched):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         removed.append(Path(entry.path))
