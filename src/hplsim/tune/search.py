@@ -292,22 +292,9 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
             final_reserve = 0.0  # the final seeds will not run anyway: the table comes first
         smaller = _sensitivity_below(space, runner, around, winner, scores, sizes[:reached], seed, final_reserve)
         if smaller is None:
-            # a part of the table rather than none: the neighbours at N_top the budget pays
-            # for, in order; the others are listed as not simulated
-            runs = {_key(pt): (space.config(pt, n_top), seed) for _, pt in around if pt["nb"] <= n_top}
-            paid, total = [], 0.0
-            for name, pt in around:
-                if _key(pt) in runs and total + runner.charge([runs[_key(pt)]]) <= runner.left_s - final_reserve:
-                    paid.append((name, pt))
-                    total += runner.charge([runs[_key(pt)]])
-            if paid:
-                results = runner.run([runs[_key(pt)] for _, pt in paid])
-                for _, pt in paid:
-                    if runs[_key(pt)] in results:
-                        top_scores[_key(pt)] = results[runs[_key(pt)]].gflops
-            unpaid = [(name, pt) for name, pt in around if (name, pt) not in paid and _key(pt) in runs]
-            dear += [{"parameter": name, "value": _value(pt[name]), "n": n_top, "reason": "budget",
-                      "estimated_s": estimate_s(runs[_key(pt)][0])} for name, pt in unpaid]
+            paid, unpaid = _sensitivity_part(space, runner, around, n_top, seed,
+                                             runner.left_s - final_reserve, top_scores)
+            dear += unpaid
             warn(f"tune: the budget did not pay for all the sensitivity runs ({exc}); the table has "
                  f"{len(paid)} of its {len(paid) + len(unpaid)} rows")
             if unpaid:
@@ -412,6 +399,27 @@ def _split_dear(space: Space, around: list, winner: dict, n: int) -> tuple[list,
         else:
             keep.append((name, pt))
     return keep, dear
+
+
+def _sensitivity_part(space: Space, runner: Runner, around: list, n: int, seed: int, allowance: float,
+                      scores: dict[tuple, float]) -> tuple[list, list[dict]]:
+    """A part of the table rather than none: the neighbours at `n` whose runs fit in
+    `allowance`, in order, run (their Gflops into `scores`); the others listed as not
+    simulated (reason "budget")."""
+    runs = {_key(pt): (space.config(pt, n), seed) for _, pt in around if pt["nb"] <= n}
+    paid, total = [], 0.0
+    for name, pt in around:
+        if _key(pt) in runs and total + runner.charge([runs[_key(pt)]]) <= allowance:
+            paid.append((name, pt))
+            total += runner.charge([runs[_key(pt)]])
+    results = runner.run([runs[_key(pt)] for _, pt in paid]) if paid else {}
+    for _, pt in paid:
+        if runs[_key(pt)] in results:
+            scores[_key(pt)] = results[runs[_key(pt)]].gflops
+    unpaid = [{"parameter": name, "value": _value(pt[name]), "n": n, "reason": "budget",
+               "estimated_s": estimate_s(runs[_key(pt)][0])}
+              for name, pt in around if (name, pt) not in paid and _key(pt) in runs]
+    return paid, unpaid
 
 
 def _sensitivity_below(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
