@@ -157,17 +157,18 @@ def make_plan(space: Space, n_final: int, budget_s: float, ref: HplConfig) -> Pl
     return Plan(sizes, m0, late + _screen_cost(m0, sizes, ref))
 
 
-def _affordable(points: list[dict], cost, allowance: float, most: float = math.inf,
-                limit: int | None = None) -> list[dict]:
+def _affordable(points: list, cost, allowance: float, most: float = math.inf,
+                limit: int | None = None, first_always: bool = True) -> list:
     """Points, in order, whose costs add up to at most `allowance`, at most `limit` of them:
-    the first point (the anchor) always; a later one is passed over when it costs more than
-    `most` by itself or no longer fits, and the next ones are still considered."""
+    the first point (the anchor) always, unless not `first_always`; a point is passed over
+    when it costs more than `most` by itself or no longer fits, and the next ones are still
+    considered."""
     kept, total = [], 0.0
     for point in points:
         if limit is not None and len(kept) >= limit:
             break
         c = cost(point)
-        if kept and (c > most or total + c > allowance):
+        if (kept or not first_always) and (c > most or total + c > allowance):
             continue
         kept.append(point)
         total += c
@@ -384,6 +385,12 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
     return TuneOutcome(best_entry, top, sensitivity, plan, law, notes, final_interval, n_final, simulated, dear)
 
 
+def _not_simulated(name: str, pt: dict, config: HplConfig, reason: str) -> dict:
+    """An entry of `sensitivity_not_simulated`."""
+    return {"parameter": name, "value": _value(pt[name]), "n": config.n, "reason": reason,
+            "estimated_s": estimate_s(config)}
+
+
 def _split_dear(space: Space, around: list, winner: dict, n: int) -> tuple[list, list[dict]]:
     """The neighbours worth simulating, and those whose run at `n` would cost more than
     DEAR_NEIGHBOUR times the winner's (a long broadcast on a 4x256 grid: 33 times a ring's,
@@ -393,9 +400,9 @@ def _split_dear(space: Space, around: list, winner: dict, n: int) -> tuple[list,
     cost = estimate_s(space.config(winner, n))
     keep, dear = [], []
     for name, pt in around:
-        if pt["nb"] <= n and estimate_s(space.config(pt, n)) > DEAR_NEIGHBOUR * cost:
-            dear.append({"parameter": name, "value": _value(pt[name]), "n": n, "reason": "cost",
-                         "estimated_s": estimate_s(space.config(pt, n))})
+        config = space.config(pt, n) if pt["nb"] <= n else None
+        if config is not None and estimate_s(config) > DEAR_NEIGHBOUR * cost:
+            dear.append(_not_simulated(name, pt, config, "cost"))
         else:
             keep.append((name, pt))
     return keep, dear
@@ -407,18 +414,14 @@ def _sensitivity_part(space: Space, runner: Runner, around: list, n: int, seed: 
     `allowance`, in order, run (their Gflops into `scores`); the others listed as not
     simulated (reason "budget")."""
     runs = {_key(pt): (space.config(pt, n), seed) for _, pt in around if pt["nb"] <= n}
-    paid, total = [], 0.0
-    for name, pt in around:
-        if _key(pt) in runs and total + runner.charge([runs[_key(pt)]]) <= allowance:
-            paid.append((name, pt))
-            total += runner.charge([runs[_key(pt)]])
+    runnable = [(name, pt) for name, pt in around if _key(pt) in runs]
+    paid = _affordable(runnable, lambda item: runner.charge([runs[_key(item[1])]]), allowance,
+                       first_always=False)
     results = runner.run([runs[_key(pt)] for _, pt in paid]) if paid else {}
     for _, pt in paid:
         if runs[_key(pt)] in results:
             scores[_key(pt)] = results[runs[_key(pt)]].gflops
-    unpaid = [{"parameter": name, "value": _value(pt[name]), "n": n, "reason": "budget",
-               "estimated_s": estimate_s(runs[_key(pt)][0])}
-              for name, pt in around if (name, pt) not in paid and _key(pt) in runs]
+    unpaid = [_not_simulated(name, pt, runs[_key(pt)][0], "budget") for name, pt in runnable if (name, pt) not in paid]
     return paid, unpaid
 
 
