@@ -13,6 +13,7 @@ import importlib.util
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -157,3 +158,15 @@ def processes_mentioning(text: object) -> list[int]:
             except OSError:
                 pass
     return pids
+
+
+def sigint_in_a_finaliser() -> None:
+    """Send this process SIGINT from inside a __del__: Python runs the handler there, and
+    drops the KeyboardInterrupt it raises ("Exception ignored in …")."""
+    class SignalInFinaliser:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # bytecode: Python runs the handler here, inside __del__
+                pass
+
+    SignalInFinaliser()  # collected at once: its __del__ runs here

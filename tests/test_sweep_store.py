@@ -143,20 +143,15 @@ def test_a_ctrl_c_that_a_finaliser_swallowed_still_stops_the_sweep_at_the_next_r
     and exited 0 (the Ctrl-C test of test_sweep_run.py, seen under load). Here the signal
     comes inside a __del__ after the first run: the sweep stops after the next one, and its
     record says interrupted."""
-    import os
     import signal
     import threading
+
+    from helpers import sigint_in_a_finaliser
 
     from hplsim.sweep.run import run_sweep
 
     if threading.current_thread() is not threading.main_thread():
         pytest.fail("signals need the main thread")  # pytest-xdist runs tests there
-
-    class SignalInFinaliser:
-        def __del__(self):
-            os.kill(os.getpid(), signal.SIGINT)
-            for _ in range(1000):  # bytecode: Python runs the handler here, inside __del__
-                pass
 
     class Executor:
         name = "fake"
@@ -167,7 +162,7 @@ def test_a_ctrl_c_that_a_finaliser_swallowed_still_stops_the_sweep_at_the_next_r
         def run(self, tasks, variants):
             for i, task in enumerate(tasks):
                 if i == 1:
-                    SignalInFinaliser()  # collected at once: its __del__ runs here
+                    sigint_in_a_finaliser()
                 yield ok(task)
 
     spec = parse_spec({"hpl": {"n": [2000, 3000], "nb": 64, "grids": [[1, 2], [2, 1]]}, "seeds": [0]}, "test")

@@ -13,7 +13,7 @@ from hplsim.tune.constraints import grids_of, make_space, memory_n, node_bytes, 
 from hplsim.hpl.config import HplConfig
 from hplsim.models.modelfile import load_model, model_from_dict, model_to_dict, save_model
 from hplsim.presets import DEFAULT
-from helpers import invoke
+from helpers import invoke, sigint_in_a_finaliser
 
 # 2 ranks of a Dahu node, a few configurations, tiny N: a search of a few seconds; the Dahu
 # model with a declared uncertainty (m.yaml, written by the fixture)
@@ -240,25 +240,17 @@ def test_a_ctrl_c_that_a_finaliser_swallowed_still_stops_the_search(tmp_path, mo
     """As the sweep (test_sweep_store.py): a Ctrl-C whose KeyboardInterrupt Python dropped
     inside a finaliser stops the search after the run it came in, exit 130, and the store
     records the search as interrupted. A stand-in for the simulation."""
-    import os
-    import signal
     import sqlite3
 
     from hplsim.sweep.tasks import Outcome
     from hplsim.tune import runner
-
-    class SignalInFinaliser:
-        def __del__(self):
-            os.kill(os.getpid(), signal.SIGINT)
-            for _ in range(1000):  # bytecode: Python runs the handler here, inside __del__
-                pass
 
     calls = [0]
 
     def fake(task, variant):
         calls[0] += 1
         if calls[0] == 3:
-            SignalInFinaliser()
+            sigint_in_a_finaliser()
         c = task.config
         return Outcome(task.hash, "ok", 10.0 + c.nb / 64, 2 / 3 * c.n**3 / 1e10, 0.01, 0)
 
