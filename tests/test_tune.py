@@ -328,3 +328,39 @@ def test_a_part_of_the_table_when_no_size_pays_for_all_of_it(tmp_path, monkeypat
     assert missing and {(m["reason"], m["n"]) for m in missing} == {("budget", 1920)}
     assert f"the table has {len(rows)} of its {len(rows) + len(missing)} rows" in err
     assert doc["simulated"]["seeds"] == 3  # the final seeds' share was kept
+
+
+def test_the_plan_is_the_searchs_first_size_and_simulates_nothing(tmp_path, monkeypatch):
+    """`--plan` prints what the search will screen, without running anything; the search
+    with the same inputs then screens exactly those configurations (a stand-in for the
+    simulation: what is compared is what gets run)."""
+    from hplsim.sweep.tasks import Outcome
+    from hplsim.tune import runner
+
+    ran = []
+
+    def fake(task, variant):
+        ran.append(task.config)
+        c = task.config
+        gflops = c.n ** 0.5 * (1 + c.depth) / (1 + abs(c.nb - 96) / 64) + c.bcast + task.seed % 3
+        return Outcome(task.hash, "ok", gflops, 2 / 3 * c.n**3 / gflops / 1e9, 0.01, 0)
+
+    monkeypatch.setattr(runner, "run_task", fake)
+    _model(tmp_path)
+    wide = [a for i, a in enumerate(TINY) if TINY[i - 1] not in ("--pfact", "--rfact", "--bcast")
+            and a not in ("--pfact", "--rfact", "--bcast")]
+    args = [*wide, "--seed", "3", "--budget", "20s"]
+    code, out, err = invoke([*args, "--plan", "-o", "HPL.dat"], tmp_path)
+    assert code == 0, err
+    assert not ran and not (tmp_path / "HPL.dat").exists() and "no HPL.dat is written" in err
+    plan = json.loads(out)["plan"]
+    assert plan["space_size"] == 2 * 3 * 3 * 6 * 2 and 1 < plan["screened"] < plan["space_size"]
+    assert len(plan["first_rung"]) == plan["screened"] and plan["estimated_s"] <= plan["budget_s"]
+    keys = ("nb", "p", "q", "pfact", "rfact", "bcast", "depth", "swap")
+    planned = {tuple(e[k] for k in keys) for e in plan["first_rung"]}
+
+    code, out, err = invoke(args, tmp_path)
+    assert code == 0, err
+    n0 = plan["sizes"][0]
+    screened = {tuple(getattr(c, k) for k in keys) for c in ran if c.n == n0}
+    assert screened == planned and json.loads(out)["search"]["screened"] == plan["screened"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from hplsim.clitypes import RANKS_PER_HOST, SEED
-from hplsim.errors import HplsimError, with_warnings
+from hplsim.errors import HplsimError, warn, with_warnings
 from hplsim.hpl.config import BCAST_NAMES, FACT_NAMES, SWAP_NAMES, HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat
 from hplsim.hpl.options import OPTION_PARAMETERS, hpl_options
@@ -84,6 +84,8 @@ def _base_changes(opts: dict) -> dict:
               help="Simulations at once (local); 1 runs them in this process.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the recommendation as an HPL.dat here.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Print what the search would simulate and its estimated cost; simulate nothing.")
 def tune(**opts) -> None:
     """Search the HPL parameters for the best Gflops on a platform and model, under a
     budget of simulation time; print the top configurations with 90 % intervals and the
@@ -103,19 +105,22 @@ def tune(**opts) -> None:
     if opts["preset"] and (opts["platform_path"] or opts["model_path"]):
         raise HplsimError("--preset is a platform and a model: give either --preset or --platform/--model")
     fixed, dat = _restrictions(opts)
+    if opts["plan_only"] and opts["output"] is not None:
+        warn("tune --plan simulates nothing: no HPL.dat is written (-o)")
+        opts["output"] = None
     request = TuneRequest(
         preset=opts["preset"], platform_path=opts["platform_path"], model_path=opts["model_path"],
         ranks_per_host=opts["ranks_per_host"], ranks=opts["ranks"], memory=memory,
         memory_fraction=opts["memory_fraction"], budget_s=budget, seed=opts["seed"],
         n=opts["n"][0] if opts["n"] else None, fixed=fixed, dat=dat, db=opts["db"], executor=opts["executor"],
-        jobs=opts["jobs"], base_changes=_base_changes(opts), output=opts["output"],
+        jobs=opts["jobs"], base_changes=_base_changes(opts), output=opts["output"], plan_only=opts["plan_only"],
         say=(lambda m: None) if opts["as_json"] else (lambda m: click.echo(f"hplsim: {m}", err=True)))
     result = run_tune(request)
     if opts["as_json"]:
         json.dump(with_warnings(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        click.echo(format_text(result))
+        click.echo(format_plan(result) if opts["plan_only"] else format_text(result))
 
 
 def _codes(e: dict) -> str:
@@ -154,4 +159,24 @@ def format_text(r: dict) -> str:
     lines += [f"note: {n}" for n in r["notes"]]
     if r.get("hpl_dat"):
         lines.append(f"wrote {r['hpl_dat']}")
+    return "\n".join(lines)
+
+
+def format_plan(r: dict) -> str:
+    p = r["plan"]
+    a = r["anchor"]
+    sizes = p["sizes"]
+    lines = [f"Plan on {r['ranks']} ranks ({r['nodes']} nodes of {r['platform']}, model {r['model']}), seed {r['seed']}:",
+             f"  {p['screened']} of {p['space_size']} configurations at N={sizes[0]}, then the best "
+             f"{p['kept_per_size']} at each of N={', '.join(map(str, sizes[1:]))}; around the winner, one "
+             f"parameter at a time; the recommendation with {p['final_seeds']} seeds",
+             f"  estimated {p['estimated_s']:.0f} s of the {p['budget_s']:.0f} s budget "
+             f"(first size {p['first_rung_estimated_s']:.0f} s, the rest {p['later_estimated_s']:.0f} s)",
+             f"  the anchor: NB={a['nb']} P x Q = {a['p']} x {a['q']}, {_codes(a)}; N from memory {a['n']}",
+             "", f"Configurations screened at N={sizes[0]}:",
+             f"{'#':>3} {'NB':>5} {'P':>4} {'Q':>5} {'PF':>3} {'RF':>3} {'BC':>3} {'DEP':>4} {'SW':>3} {'est. s':>8}"]
+    for i, e in enumerate(p["first_rung"], 1):
+        lines.append(f"{i:>3} {e['nb']:>5} {e['p']:>4} {e['q']:>5} {e['pfact']:>3} {e['rfact']:>3} {e['bcast']:>3} "
+                     f"{e['depth']:>4} {e['swap']:>3} {e['estimated_s']:>8.1f}")
+    lines.append("Nothing simulated (--plan).")
     return "\n".join(lines)

@@ -35,6 +35,7 @@ class TuneRequest:
     executor: str = "local"
     jobs: int | None = None
     output: Path | None = None
+    plan_only: bool = False  # describe the search, simulate nothing (--plan)
     say: Callable[[str], None] = lambda m: None
 
 
@@ -69,7 +70,7 @@ def run_tune(req: TuneRequest) -> dict:
     from hplsim.sweep.executors import make_executor
     from hplsim.sweep.variants import Variant
     from hplsim.tune.runner import Runner, open_store
-    from hplsim.tune.search import checked_plan, search
+    from hplsim.tune.search import checked_plan, describe_plan, search
 
     if req.output is not None:
         check_file(req.output, "the HPL.dat (-o)")
@@ -118,6 +119,12 @@ def run_tune(req: TuneRequest) -> dict:
         raise HplsimError("no problem size fits the memory with the anchor configuration")
     check_inputs(HplConfig(**{**anchor.as_dict(), "n": anchor.nb}), platform, model.model)
     plan = checked_plan(space, n_plan, req.budget_s, anchor)
+    about = {"platform": platform.label, "platform_digest": platform.digest(), "model": model.label,
+             "model_digest": model.digest, "ranks": ranks, "nodes": nodes, "seed": req.seed,
+             "hplsim_version": __version__}
+    if req.plan_only:
+        return {"plan": describe_plan(space, plan, anchor, req.seed, req.budget_s),
+                "anchor": {**anchor.as_dict(), "n": n_plan}, **about}
 
     variant = Variant(platform, model, "base", "base", platform.digest())
     executor = None
@@ -185,9 +192,7 @@ def run_tune(req: TuneRequest) -> dict:
                         f"{space.size} configurations screened at N={outcome.plan.sizes[0]}, sizes "
                         f"{', '.join(map(str, outcome.plan.sizes))}"),
         },
-        "platform": platform.label, "platform_digest": platform.digest(), "model": model.label,
-        "model_digest": model.digest, "ranks": ranks, "nodes": nodes, "seed": req.seed,
-        "hplsim_version": __version__, "notes": outcome.notes,
+        **about, "notes": outcome.notes,
     }
     if req.output is not None:
         config = HplConfig(**{k: best[k] for k in space.base.as_dict()})

@@ -219,15 +219,12 @@ def checked_plan(space: Space, n_plan: int, budget_s: float, anchor: HplConfig) 
     return plan
 
 
-def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_config: HplConfig,
-           say=lambda m: None) -> TuneOutcome:
-    """`plan`: from `checked_plan`; `n_for(point)`: the final N of a point (the memory
-    rule, or the user's -N)."""
+def screening(space: Space, plan: Plan, anchor_config: HplConfig, seed: int,
+              left_s: float) -> tuple[list[dict], Plan]:
+    """The first rung's points, in order, and the plan with their count: what the search
+    screens with `left_s` of the budget left (`hplsim tune --plan` shows it unrun)."""
     sizes = plan.sizes
     anchor = _point_of(anchor_config, space)
-    notes: list[str] = []
-
-    # 1. successive halving
     # Twice the planned points are drawn: those dearer than a screened configuration's fair
     # share are passed over (a long broadcast on 1x1,024 costs 165 times the anchor, and
     # taking it, or stopping at it, left the 2-hour Dahu search with the anchor alone).
@@ -237,12 +234,52 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
     # the reserve, and refuses a batch that does not fit (911 points planned for 600 s of
     # which it wanted 672.6 s: "the budget ran out before the first simulations"). Keep the
     # points the budget pays for, once the later rungs' planned share is set aside.
-    later = plan.estimate_s - plan.screened * estimate_s(_at(anchor_config, sizes[0]))
-    allowance = runner.budget_s - runner.spent_s - later
+    allowance = left_s - _later_s(plan, anchor_config)
     minimum = min(space.size, MIN_SCREENED_PER_GRID * len(space.grids))
-    alive = _affordable(alive, lambda pt: _run_cost(space.config(pt, sizes[0])) if pt["nb"] <= sizes[0] else 0.0,
+    alive = _affordable(alive, lambda pt: _first_cost(space, pt, sizes[0]),
                         allowance, most=allowance / minimum, limit=plan.screened)
-    plan = replace(plan, screened=len(alive))  # what the outputs report
+    return alive, replace(plan, screened=len(alive))  # the count the outputs report
+
+
+def _later_s(plan: Plan, anchor_config: HplConfig) -> float:
+    """The plan's estimate for everything after the first rung."""
+    return plan.estimate_s - plan.screened * estimate_s(_at(anchor_config, plan.sizes[0]))
+
+
+def _first_cost(space: Space, point: dict, n: int) -> float:
+    """What the runner charges for `point` at the first rung (nothing when its NB is over N:
+    it does not run there)."""
+    return _run_cost(space.config(point, n)) if point["nb"] <= n else 0.0
+
+
+def describe_plan(space: Space, plan: Plan, anchor_config: HplConfig, seed: int, budget_s: float) -> dict:
+    """What a search with this plan will simulate and its estimated cost, simulating
+    nothing (`hplsim tune --plan`)."""
+    alive, plan = screening(space, plan, anchor_config, seed, budget_s)
+    first = [{**_describe(pt), "n": plan.sizes[0], "estimated_s": _first_cost(space, pt, plan.sizes[0])}
+             for pt in alive]
+    screened_s = sum(e["estimated_s"] for e in first)
+    # the later sizes' survivors are unknown before the runs: priced as the anchor, as the plan does
+    ref = _at(anchor_config, plan.sizes[0])
+    later_s = (_screen_cost(len(alive), plan.sizes, anchor_config) - len(alive) * estimate_s(ref)
+               + _late_cost(space, plan.sizes, anchor_config))
+    return {
+        "sizes": list(plan.sizes), "screened": plan.screened, "space_size": space.size,
+        "kept_per_size": f"1/{ETA}", "final_seeds": FINAL_SEEDS, "budget_s": budget_s,
+        "first_rung_estimated_s": screened_s, "later_estimated_s": later_s,
+        "estimated_s": screened_s + later_s, "first_rung": first,
+    }
+
+
+def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_config: HplConfig,
+           say=lambda m: None) -> TuneOutcome:
+    """`plan`: from `checked_plan`; `n_for(point)`: the final N of a point (the memory
+    rule, or the user's -N)."""
+    sizes = plan.sizes
+    notes: list[str] = []
+
+    # 1. successive halving
+    alive, plan = screening(space, plan, anchor_config, seed, runner.budget_s - runner.spent_s)
     say(f"plan: {len(alive)} configurations at N={sizes[0]}, the best third at each of N="
         f"{', '.join(map(str, sizes[1:]))}; estimated {plan.estimate_s:.0f} s of simulation")
     scores: dict[int, dict[tuple, float]] = {}
