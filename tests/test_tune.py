@@ -363,4 +363,6 @@ def test_the_plan_is_the_searchs_first_size_and_simulates_nothing(tmp_path, monk
     assert code == 0, err
     n0 = plan["sizes"][0]
     screened = {tuple(getattr(c, k) for k in keys) for c in ran if c.n == n0}
-    assert screened == planned and json.loads(out)["search"]["screened"] == plan["screened"]
+    search = json.loads(out)["search"]
+    assert screened == planned and search["screened"] == plan["screened"]
+    assert search["estimated_s"] == pytest.approx(plan["estimated_s"])  # one estimate, printed by both

@@ -238,7 +238,12 @@ def screening(space: Space, plan: Plan, anchor_config: HplConfig, seed: int,
     minimum = min(space.size, MIN_SCREENED_PER_GRID * len(space.grids))
     alive = _affordable(alive, lambda pt: _first_cost(space, pt, sizes[0]),
                         allowance, most=allowance / minimum, limit=plan.screened)
-    return alive, replace(plan, screened=len(alive))  # the count the outputs report
+    # what the outputs report: the points kept at their own prices; the later sizes' survivors
+    # are unknown before the runs, so priced as the anchor, as the plan does
+    first_s = sum(_first_cost(space, pt, sizes[0]) for pt in alive)
+    later_s = (_screen_cost(len(alive), sizes, anchor_config) - len(alive) * estimate_s(_at(anchor_config, sizes[0]))
+               + _late_cost(space, sizes, anchor_config))
+    return alive, replace(plan, screened=len(alive), estimate_s=first_s + later_s)
 
 
 def _later_s(plan: Plan, anchor_config: HplConfig) -> float:
@@ -259,10 +264,7 @@ def describe_plan(space: Space, plan: Plan, anchor_config: HplConfig, seed: int,
     first = [{**_describe(pt), "n": plan.sizes[0], "estimated_s": _first_cost(space, pt, plan.sizes[0])}
              for pt in alive]
     screened_s = sum(e["estimated_s"] for e in first)
-    # the later sizes' survivors are unknown before the runs: priced as the anchor, as the plan does
-    ref = _at(anchor_config, plan.sizes[0])
-    later_s = (_screen_cost(len(alive), plan.sizes, anchor_config) - len(alive) * estimate_s(ref)
-               + _late_cost(space, plan.sizes, anchor_config))
+    later_s = plan.estimate_s - screened_s
     return {
         "sizes": list(plan.sizes), "screened": plan.screened, "space_size": space.size,
         "kept_per_size": f"1/{ETA}", "final_seeds": FINAL_SEEDS, "budget_s": budget_s,
