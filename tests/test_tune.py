@@ -145,6 +145,30 @@ def test_budget_is_a_hard_cap_on_a_slower_machine(tmp_path, monkeypatch):
     doc = json.loads(out)
     assert "budget ran out" in err and doc["warnings"] and doc["best"]["gflops"] > 0
     assert 9 < doc["search"]["spent_s"] <= doc["search"]["budget_s"] == 12 and doc["search"]["failed"]
+    assert doc["search"]["measured_over_estimated"] == pytest.approx(3)  # over the runs that finished
+
+
+def test_a_machine_faster_than_the_cost_law_is_told_why_the_budget_was_not_spent(tmp_path, monkeypatch):
+    """Every run takes a quarter of its estimate (a stand-in for the simulation): the plan,
+    made from the law, is the same as anywhere, the search spends about a quarter of the
+    budget, and says why (the 20-minute Dahu search here spent 432 of 1,200 s)."""
+    from hplsim.sweep.tasks import Outcome
+    from hplsim.tune import runner
+    from hplsim.tune.cost import estimate_s
+
+    def faster(task, variant):
+        c = task.config
+        gflops = c.n ** 0.5 * (1 + c.depth) / (1 + abs(c.nb - 96) / 64) + task.seed % 3
+        return Outcome(task.hash, "ok", gflops, 2 / 3 * c.n**3 / gflops / 1e9, estimate_s(c) / 4, 0)
+
+    monkeypatch.setattr(runner, "run_task", faster)
+    _model(tmp_path)
+    code, out, err = invoke([*TINY, "--seed", "5", "--budget", "60s"], tmp_path)
+    assert code == 0, err
+    search = json.loads(out)["search"]
+    assert search["measured_over_estimated"] == pytest.approx(0.25)
+    assert search["spent_s"] < 0.35 * search["budget_s"]
+    assert any("0.25 times the cost law's estimate" in n for n in json.loads(out)["notes"])
 
 
 def test_the_first_rung_keeps_what_the_budget_pays_for_at_the_runners_prices():

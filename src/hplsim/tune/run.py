@@ -153,6 +153,13 @@ def run_tune(req: TuneRequest) -> dict:
 
                 store.end_sweep(runner.sweep_id, SweepCounts(runner.ran + runner.failed + runner.reused,
                                                             runner.reused, 0, runner.ran, runner.failed), status)
+    ratio = runner.law_ratio
+    if ratio is not None and ratio < 0.5 and runner.spent_s < 0.6 * req.budget_s:
+        outcome.notes.append(
+            f"the simulations took {ratio:.2f} times the cost law's estimate on this machine, and the search "
+            f"spent {runner.spent_s:.0f} of {req.budget_s:.0f} s: its plan comes from the law, not from the "
+            "measured times, so that the same inputs give the same recommendation on any machine; a larger "
+            "--budget buys larger sizes here")
     # every HPL parameter in each entry: the searched ones and the fixed rest
     fixed = {k: v for k, v in space.base.as_dict().items()}
     outcome.top = [{**fixed, **e} for e in outcome.top]
@@ -186,11 +193,13 @@ def run_tune(req: TuneRequest) -> dict:
             "sizes": list(outcome.plan.sizes), "screened": outcome.plan.screened,
             "simulations": runner.ran, "failed": runner.failed, "reused": runner.reused,
             "estimated_s": outcome.plan.estimate_s, "spent_s": runner.spent_s, "budget_s": req.budget_s,
-            "space_size": space.size,
+            "space_size": space.size, "measured_over_estimated": runner.law_ratio,
             "summary": (f"{runner.ran} simulations ({runner.reused} reused from the store, {runner.failed} failed) "
                         f"in {runner.spent_s:.0f} s of the {req.budget_s:.0f} s budget; {outcome.plan.screened} of "
                         f"{space.size} configurations screened at N={outcome.plan.sizes[0]}, sizes "
-                        f"{', '.join(map(str, outcome.plan.sizes))}"),
+                        f"{', '.join(map(str, outcome.plan.sizes))}"
+                        + ("" if runner.law_ratio is None else
+                           f"; the runs took {runner.law_ratio:.2f} times the cost law's estimate")),
         },
         **about, "notes": outcome.notes,
     }

@@ -57,6 +57,9 @@ class Runner:
     mine: set[str] = field(default_factory=set)  # runs this tune launched (the rest were in the store)
     counted: set[str] = field(default_factory=set)
     signals: list[int] = field(default_factory=list)  # noted interruptions (processes.noted_interrupts)
+    # the successful runs this tune launched: their estimates (cost.py) and measured walls
+    priced_s: float = 0.0
+    measured_s: float = 0.0
 
     def _task(self, config: HplConfig, seed: int, timeout: float | None) -> Task:
         key = config_key(config, seed, self.variant.platform_digest, self.variant.model.digest)
@@ -71,6 +74,12 @@ class Runner:
     @property
     def left_s(self) -> float:
         return self.budget_s - self.spent_s
+
+    @property
+    def law_ratio(self) -> float | None:
+        """Measured wall over the cost law's estimate, summed over the successful runs this
+        tune launched: below 1, this machine simulates faster than the plan assumed."""
+        return self.measured_s / self.priced_s if self.priced_s > 0 else None
 
     def _missing(self, runs: Sequence[tuple[HplConfig, int]]) -> list[tuple[HplConfig, int]]:
         runs = list(dict.fromkeys(runs))
@@ -97,6 +106,8 @@ class Runner:
                 self.store.record(task, self.variant, outcome, self.sweep_id)
                 if outcome.status == "ok":
                     self.ran += 1
+                    self.priced_s += estimate_s(task.config)
+                    self.measured_s += outcome.sim_wall_s or 0.0
                 else:
                     self.failed += 1
                     self.log.append(f"N={task.config.n} NB={task.config.nb} {task.config.p}x{task.config.q} "
