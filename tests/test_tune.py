@@ -319,10 +319,12 @@ def test_neighbours_too_dear_to_simulate_are_listed_not_run(tmp_path, monkeypatc
 
 def test_a_part_of_the_table_when_no_size_pays_for_all_of_it(tmp_path, monkeypatch):
     """When neither N_top nor a smaller size leaves room for every neighbour, the table has
-    the rows the budget pays for at N_top, and the others are listed with reason "budget"
-    (the 20-minute Dahu search around 8x128 had printed no table at all). A stand-in for the
+    the rows the budget pays for at the size where it pays for the most (the 2-hour Dahu
+    search ran 1 row of 16 at N_top), and the others are listed with reason "budget" (the
+    20-minute Dahu search around 8x128 had printed no table at all). A stand-in for the
     simulation: its first run at N_top leaves room for one more run and the final seeds (the
-    neighbours screened at N_top cost nothing more: they are in the store)."""
+    neighbours screened at N_top cost nothing more: they are in the store); at the first
+    size, the same room pays for more rows."""
     from hplsim.sweep.tasks import Outcome
     from hplsim.tune import runner
     from hplsim.tune.cost import estimate_s
@@ -348,9 +350,13 @@ def test_a_part_of_the_table_when_no_size_pays_for_all_of_it(tmp_path, monkeypat
     doc = json.loads(out)
     assert top and doc["search"]["sizes"][-1] == 1920
     rows, missing = doc["sensitivity"], doc["sensitivity_not_simulated"]
-    assert rows and {r["n"] for r in rows} == {1920}, (rows, missing, err)
-    assert missing and {(m["reason"], m["n"]) for m in missing} == {("budget", 1920)}
-    assert f"the table has {len(rows)} of its {len(rows) + len(missing)} rows" in err
+    (n,) = {r["n"] for r in rows}
+    assert n == doc["search"]["sizes"][0] < 1920, (rows, missing, err)
+    assert missing and {(m["reason"], m["n"]) for m in missing} == {("budget", n)}
+    assert f"the table has {len(rows)} of its {len(rows) + len(missing)} rows, at N={n}" in err
+    # more rows there than N_top would have had, and the note says how many
+    note = next(t for t in doc["notes"] if t.startswith(f"the sensitivity table is at N={n}"))
+    assert int(note.rsplit("N=1920: ", 1)[1].rstrip(")")) < len(rows)
     assert doc["simulated"]["seeds"] == 3  # the final seeds' share was kept
 
 
@@ -390,3 +396,22 @@ def test_the_plan_is_the_searchs_first_size_and_simulates_nothing(tmp_path, monk
     search = json.loads(out)["search"]
     assert screened == planned and search["screened"] == plan["screened"]
     assert search["estimated_s"] == pytest.approx(plan["estimated_s"])  # one estimate, printed by both
+
+
+def test_the_partial_table_goes_where_the_budget_pays_for_the_most_rows_the_largest_on_a_tie():
+    from hplsim.tune.search import _key, _most_rows
+
+    space = make_space(2, HplConfig(n=1 << 20), (64, 128), None, depth=(0, 1), pfact=(1,), rfact=(2,),
+                       bcast=(1,), swap=(0,))
+    winner = {"grid": (1, 2), "nb": 64, "pfact": 1, "rfact": 2, "bcast": 1, "depth": 1, "swap": 0}
+    around = [("nb", {**winner, "nb": 128}), ("depth", {**winner, "depth": 0})]
+    scores = {n: {_key(winner): 1.0} for n in (256, 512, 1024)}
+
+    class Priced:  # a run costs its N in ms
+        def charge(self, runs):
+            return sum(c.n / 1000 for c, _ in runs)
+
+    # 1.1 s pays for both rows at 256 and 512, for one at 1,024: 512 (the largest of the most)
+    assert _most_rows(space, Priced(), around, winner, scores, [256, 512, 1024], 1, 1.1) == 512
+    assert _most_rows(space, Priced(), around, winner, scores, [256, 512, 1024], 1, 5.0) == 1024
+    assert _most_rows(space, Priced(), around, winner, scores, [256, 512, 1024], 1, 0.6) == 256

@@ -332,14 +332,21 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
             final_reserve = 0.0  # the final seeds will not run anyway: the table comes first
         smaller = _sensitivity_below(space, runner, around, winner, scores, sizes[:reached], seed, final_reserve)
         if smaller is None:
-            paid, unpaid = _sensitivity_part(space, runner, around, n_top, seed,
-                                             runner.left_s - final_reserve, top_scores)
+            part_n = _most_rows(space, runner, around, winner, scores, sizes[:reached + 1], seed,
+                                runner.left_s - final_reserve)
+            part_scores = top_scores if part_n == n_top else dict(scores[part_n])
+            paid, unpaid = _sensitivity_part(space, runner, around, part_n, seed,
+                                             runner.left_s - final_reserve, part_scores)
             dear += unpaid
             warn(f"tune: the budget did not pay for all the sensitivity runs ({exc}); the table has "
-                 f"{len(paid)} of its {len(paid) + len(unpaid)} rows")
+                 f"{len(paid)} of its {len(paid) + len(unpaid)} rows, at N={part_n}")
             if unpaid:
                 notes.append(f"the sensitivity table lacks {len(unpaid)} of its rows: the budget did not pay "
                              "for them (sensitivity_not_simulated)")
+            if part_n != n_top:
+                notes.append(f"the sensitivity table is at N={part_n}, where the budget paid for the most of its "
+                             f"rows ({len(paid)}; at N={n_top}: {_rows_paid(space, runner, around, n_top, seed, runner.left_s - final_reserve)})")
+                sens_n, sens_scores = part_n, part_scores
             around = paid
         else:
             sens_n, sens_scores = smaller
@@ -462,6 +469,22 @@ def _sensitivity_part(space: Space, runner: Runner, around: list, n: int, seed: 
             scores[_key(pt)] = results[runs[_key(pt)]].gflops
     unpaid = [_not_simulated(name, pt, runs[_key(pt)][0], "budget") for name, pt in runnable if (name, pt) not in paid]
     return paid, unpaid
+
+
+def _rows_paid(space: Space, runner: Runner, around: list, n: int, seed: int, allowance: float) -> int:
+    """How many of the neighbours at `n`, in order, `allowance` pays for (stored runs are free)."""
+    runs = [(space.config(pt, n), seed) for _, pt in around if pt["nb"] <= n]
+    return len(_affordable(runs, lambda r: runner.charge([r]), allowance, first_always=False))
+
+
+def _most_rows(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
+               sizes: list[int], seed: int, allowance: float) -> int:
+    """The size, among those where the winner was simulated, at which `allowance` pays for
+    the most rows of the table, the largest on a tie: the 2-hour Dahu search, with 526 s left
+    for its table, ran 1 row of 16 at N_top = 21,744 where N = 2,712 paid for most of them."""
+    ranked = [(_rows_paid(space, runner, around, n, seed, allowance), n)
+              for n in sizes if _key(winner) in scores.get(n, {})]
+    return max(ranked)[1]
 
 
 def _sensitivity_below(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
