@@ -194,7 +194,8 @@ def test_the_first_rung_keeps_what_the_budget_pays_for_at_the_runners_prices():
 def test_the_cost_law_prices_the_spread_roll_swaps_probes():
     """A spread-roll swap under look-ahead probes at each step along the process column:
     its runs cost more as P grows (measured 0.9x, 2.75x, 4.7x the binary exchange's wall
-    time at P = 8, 16, 32), binary exchange, the mixed swap and no look-ahead do not."""
+    time at P = 8, 16, 32); the mixed swap on the panels whose local columns exceed its
+    threshold; binary exchange and no look-ahead do not."""
     from hplsim.tune.cost import OVERHEAD_S, PER_RANK_S, estimate_s
 
     def law(**kw) -> float:
@@ -204,7 +205,15 @@ def test_the_cost_law_prices_the_spread_roll_swaps_probes():
     base = law(p=32, q=32, swap=0, depth=1)
     assert law(p=32, q=32, swap=1, depth=1) == pytest.approx(4.84 * base)
     assert law(p=16, q=64, swap=1, depth=1) / law(p=16, q=64, swap=0, depth=1) == pytest.approx(2.92)
-    assert law(p=32, q=32, swap=2, depth=1) == law(p=32, q=32, swap=1, depth=0) == base
+    assert law(p=32, q=32, swap=1, depth=0) == base
+    # mixed, threshold 64: the spread-roll on 1 - 64 * 32 / 2712 = 24.5 % of the panels here
+    # (measured 1.19x the binary exchange's wall), on 81 % at N = 10,872 (the 2-hour Dahu
+    # search's run killed at 2.8x the old estimate)
+    assert law(p=32, q=32, swap=2, depth=1) == pytest.approx((1 + 3.84 * (1 - 64 * 32 / 2712) ** 2) * base)
+    assert 1.1 < law(p=32, q=32, swap=2, depth=1) / base < 1.3
+    big = HplConfig(n=10872, nb=64, p=32, q=32, swap=2, depth=1)
+    assert estimate_s(big) / estimate_s(HplConfig(n=10872, nb=64, p=32, q=32, swap=0, depth=1)) > 2.8
+    assert law(p=32, q=32, swap=2, depth=1, swap_threshold=100) == base  # 100 * 32 > 2712: never rolled
 
 
 def test_the_cost_law_prices_the_long_broadcasts_by_q():

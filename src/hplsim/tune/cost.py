@@ -43,8 +43,13 @@ LONG_BCAST_PER_Q2 = 1 / 2048
 #: an 8x128 winner's neighbours at three times a ring's: the 20-minute search then found no
 #: room for its sensitivity table). The tune's 2-hour Dahu search had killed such a run at
 #: its share of the budget (133 s) although it was the best configuration simulated at that
-#: size. SWAP 2 (binary exchange up to its column threshold) and DEPTH 0 (no probe between
-#: the steps) stay near the binary exchange.
+#: size. DEPTH 0 (no probe between the steps) stays near the binary exchange. SWAP 2 (mix) is
+#: the spread-roll on the panels whose local trailing columns exceed its threshold, a share
+#: f = 1 - threshold·Q/N of them, the binary exchange on the others. Its extra wall goes as
+#: f squared: measured 1.16x the binary exchange at 16x16, N = 1,400 (f = 0.27; f squared
+#: gives 1.14x, f 1.52x) and 1.19x at 32x32, N = 2,712 (f = 0.25; 1.23x, 1.94x). It had been
+#: priced as the binary exchange, and a 32x32 run at N = 10,872 (f = 0.81), NB 64, was
+#: killed at 2.8 times that estimate by the 2-hour Dahu search (f squared: 3.5x).
 SPREAD_ROLL_PER_ROW = 0.12
 
 
@@ -53,6 +58,7 @@ def estimate_s(config: HplConfig) -> float:
     law = COEFFICIENT * config.n ** N_EXPONENT * config.ranks ** RANK_EXPONENT * REFERENCE_NB / config.nb
     if config.bcast in (4, 5):
         law *= LONG_BCAST_BASE + LONG_BCAST_PER_Q2 * config.q ** 2
-    if config.swap == 1 and config.depth >= 1:
-        law *= 1 + SPREAD_ROLL_PER_ROW * config.p
+    if config.swap in (1, 2) and config.depth >= 1:
+        rolled = 1.0 if config.swap == 1 else max(0.0, 1 - config.swap_threshold * config.q / config.n) ** 2
+        law *= 1 + SPREAD_ROLL_PER_ROW * config.p * rolled
     return OVERHEAD_S + PER_RANK_S * config.ranks + law
