@@ -234,21 +234,20 @@ def screening(space: Space, plan: Plan, anchor_config: HplConfig, seed: int,
     # the reserve, and refuses a batch that does not fit (911 points planned for 600 s of
     # which it wanted 672.6 s: "the budget ran out before the first simulations"). Keep the
     # points the budget pays for, once the later rungs' planned share is set aside.
-    allowance = left_s - _later_s(plan, anchor_config)
+    allowance = left_s - _later_s(space, sizes, plan.screened, anchor_config)
     minimum = min(space.size, MIN_SCREENED_PER_GRID * len(space.grids))
     alive = _affordable(alive, lambda pt: _first_cost(space, pt, sizes[0]),
                         allowance, most=allowance / minimum, limit=plan.screened)
-    # what the outputs report: the points kept at their own prices; the later sizes' survivors
-    # are unknown before the runs, so priced as the anchor, as the plan does
+    # what the outputs report: the points kept at their own prices, the rest as the plan prices it
     first_s = sum(_first_cost(space, pt, sizes[0]) for pt in alive)
-    later_s = (_screen_cost(len(alive), sizes, anchor_config) - len(alive) * estimate_s(_at(anchor_config, sizes[0]))
-               + _late_cost(space, sizes, anchor_config))
-    return alive, replace(plan, screened=len(alive), estimate_s=first_s + later_s)
+    return alive, replace(plan, screened=len(alive),
+                          estimate_s=first_s + _later_s(space, sizes, len(alive), anchor_config))
 
 
-def _later_s(plan: Plan, anchor_config: HplConfig) -> float:
-    """The plan's estimate for everything after the first rung."""
-    return plan.estimate_s - plan.screened * estimate_s(_at(anchor_config, plan.sizes[0]))
+def _later_s(space: Space, sizes: tuple[int, ...], m0: int, ref: HplConfig) -> float:
+    """The estimate of everything after the first rung when m0 points are screened: the
+    later rungs' survivors, unknown before the runs, priced as `ref`, as make_plan does."""
+    return _screen_cost(m0, sizes, ref) - m0 * estimate_s(_at(ref, sizes[0])) + _late_cost(space, sizes, ref)
 
 
 def _first_cost(space: Space, point: dict, n: int) -> float:
@@ -263,13 +262,12 @@ def describe_plan(space: Space, plan: Plan, anchor_config: HplConfig, seed: int,
     alive, plan = screening(space, plan, anchor_config, seed, budget_s)
     first = [{**_describe(pt), "n": plan.sizes[0], "estimated_s": _first_cost(space, pt, plan.sizes[0])}
              for pt in alive]
-    screened_s = sum(e["estimated_s"] for e in first)
-    later_s = plan.estimate_s - screened_s
+    later_s = _later_s(space, plan.sizes, len(alive), anchor_config)
     return {
         "sizes": list(plan.sizes), "screened": plan.screened, "space_size": space.size,
         "kept_per_size": f"1/{ETA}", "final_seeds": FINAL_SEEDS, "budget_s": budget_s,
-        "first_rung_estimated_s": screened_s, "later_estimated_s": later_s,
-        "estimated_s": screened_s + later_s, "first_rung": first,
+        "first_rung_estimated_s": plan.estimate_s - later_s, "later_estimated_s": later_s,
+        "estimated_s": plan.estimate_s, "first_rung": first,
     }
 
 
@@ -332,8 +330,9 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
             final_reserve = 0.0  # the final seeds will not run anyway: the table comes first
         smaller = _sensitivity_below(space, runner, around, winner, scores, sizes[:reached], seed, final_reserve)
         if smaller is None:
-            part_n = _most_rows(space, runner, around, winner, scores, sizes[:reached + 1], seed,
-                                runner.left_s - final_reserve)
+            rows = _rows_paid(space, runner, around, winner, scores, sizes[:reached + 1], seed,
+                              runner.left_s - final_reserve)
+            part_n = _most(rows)
             part_scores = top_scores if part_n == n_top else dict(scores[part_n])
             paid, unpaid = _sensitivity_part(space, runner, around, part_n, seed,
                                              runner.left_s - final_reserve, part_scores)
@@ -345,7 +344,7 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
                              "for them (sensitivity_not_simulated)")
             if part_n != n_top:
                 notes.append(f"the sensitivity table is at N={part_n}, where the budget paid for the most of its "
-                             f"rows ({len(paid)}; at N={n_top}: {_rows_paid(space, runner, around, n_top, seed, runner.left_s - final_reserve)})")
+                             f"rows ({len(paid)}; at N={n_top}: {rows[n_top]})")
                 sens_n, sens_scores = part_n, part_scores
             around = paid
         else:
@@ -459,10 +458,7 @@ def _sensitivity_part(space: Space, runner: Runner, around: list, n: int, seed: 
     """A part of the table rather than none: the neighbours at `n` whose runs fit in
     `allowance`, in order, run (their Gflops into `scores`); the others listed as not
     simulated (reason "budget")."""
-    runs = {_key(pt): (space.config(pt, n), seed) for _, pt in around if pt["nb"] <= n}
-    runnable = [(name, pt) for name, pt in around if _key(pt) in runs]
-    paid = _affordable(runnable, lambda item: runner.charge([runs[_key(item[1])]]), allowance,
-                       first_always=False)
+    runs, runnable, paid = _paid(space, runner, around, n, seed, allowance)
     results = runner.run([runs[_key(pt)] for _, pt in paid]) if paid else {}
     for _, pt in paid:
         if runs[_key(pt)] in results:
@@ -471,20 +467,35 @@ def _sensitivity_part(space: Space, runner: Runner, around: list, n: int, seed: 
     return paid, unpaid
 
 
-def _rows_paid(space: Space, runner: Runner, around: list, n: int, seed: int, allowance: float) -> int:
-    """How many of the neighbours at `n`, in order, `allowance` pays for (stored runs are free)."""
-    runs = [(space.config(pt, n), seed) for _, pt in around if pt["nb"] <= n]
-    return len(_affordable(runs, lambda r: runner.charge([r]), allowance, first_always=False))
+def _paid(space: Space, runner: Runner, around: list, n: int, seed: int,
+          allowance: float) -> tuple[dict, list, list]:
+    """The neighbours' runs at `n` by point, those that run at `n` (NB <= n), and those of
+    them, in order, that `allowance` pays for (stored runs are free)."""
+    runs = {_key(pt): (space.config(pt, n), seed) for _, pt in around if pt["nb"] <= n}
+    runnable = [(name, pt) for name, pt in around if _key(pt) in runs]
+    paid = _affordable(runnable, lambda item: runner.charge([runs[_key(item[1])]]), allowance,
+                       first_always=False)
+    return runs, runnable, paid
+
+
+def _rows_paid(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
+               sizes: list[int], seed: int, allowance: float) -> dict[int, int]:
+    """How many rows of the table `allowance` pays for at each size where the winner was
+    simulated: the 2-hour Dahu search, with 526 s left for its table, ran 1 row of 16 at
+    N_top = 21,744 where N = 2,712 paid for 10."""
+    return {n: len(_paid(space, runner, around, n, seed, allowance)[2])
+            for n in sizes if _key(winner) in scores.get(n, {})}
+
+
+def _most(rows: dict[int, int]) -> int:
+    """The size with the most rows, the largest on a tie."""
+    return max(rows, key=lambda n: (rows[n], n))
 
 
 def _most_rows(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
                sizes: list[int], seed: int, allowance: float) -> int:
-    """The size, among those where the winner was simulated, at which `allowance` pays for
-    the most rows of the table, the largest on a tie: the 2-hour Dahu search, with 526 s left
-    for its table, ran 1 row of 16 at N_top = 21,744 where N = 2,712 paid for most of them."""
-    ranked = [(_rows_paid(space, runner, around, n, seed, allowance), n)
-              for n in sizes if _key(winner) in scores.get(n, {})]
-    return max(ranked)[1]
+    """Where the partial table goes."""
+    return _most(_rows_paid(space, runner, around, winner, scores, sizes, seed, allowance))
 
 
 def _sensitivity_below(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
