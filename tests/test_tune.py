@@ -424,3 +424,29 @@ def test_the_partial_table_goes_where_the_budget_pays_for_the_most_rows_the_larg
     assert _most_rows(space, Priced(), around, winner, scores, [256, 512, 1024], 1, 1.1) == 512
     assert _most_rows(space, Priced(), around, winner, scores, [256, 512, 1024], 1, 5.0) == 1024
     assert _most_rows(space, Priced(), around, winner, scores, [256, 512, 1024], 1, 0.6) == 256
+
+
+def test_without_the_final_seeds_the_figure_still_comes_from_the_law(tmp_path, monkeypatch):
+    """The 2-hour Dahu search ran out of budget before its final seeds; the fallback kept
+    only the winner's run at N_top, so the Gflops(N) law lost its sizes and the figure stayed
+    at N_top (21,744) while the recommendation's N was 770,432. The winner's smaller sizes
+    are already in the store: they cost nothing and must stay. Here the final seeds are made
+    unaffordable (a stand-in for the budget's bookkeeping), everything else is real."""
+    from hplsim.tune import runner
+
+    real_run = runner.Runner.run
+
+    def no_other_seed(self, runs):
+        if any(s != 5 for _, s in self._missing(runs)):
+            raise runner.BudgetSpent("the final seeds are not affordable here")
+        return real_run(self, runs)
+
+    monkeypatch.setattr(runner.Runner, "run", no_other_seed)
+    _model(tmp_path)
+    code, out, err = invoke([*TINY, "--seed", "5"], tmp_path)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "the interval has one seed only" in err
+    assert doc["simulated"]["seeds"] == 1 and doc["best"]["n"] > doc["simulated"]["n"]
+    assert not any("no Gflops(N) law" in n for n in doc["notes"])
+    assert doc["best"]["source"].startswith("extrapolated from")

@@ -86,6 +86,11 @@ class Runner:
         stored = self.store.statuses(self._task(c, s, None).hash for c, s in runs)
         return [(c, s) for c, s in runs if stored.get(self._task(c, s, None).hash) != "ok"]
 
+    def stored(self, runs: Sequence[tuple[HplConfig, int]]) -> list[tuple[HplConfig, int]]:
+        """Those of `runs` the store already holds as successful: `run` gives them for free."""
+        missing = set(self._missing(runs))
+        return [r for r in dict.fromkeys(runs) if r not in missing]
+
     def run(self, runs: Sequence[tuple[HplConfig, int]]) -> dict[tuple[HplConfig, int], Result]:
         """Every run's result (failed runs left out); BudgetSpent if the missing ones'
         estimate exceeds what is left."""

@@ -377,7 +377,8 @@ def search(space: Space, runner: Runner, plan: Plan, n_for, seed: int, anchor_co
         final = runner.run(best_runs)
     except BudgetSpent as exc:
         warn(f"tune: the budget ran out before the final runs ({exc}); the interval has one seed only")
-        final = runner.run([(space.config(best, n_top), seed)])
+        # the winner's runs the search already made cost nothing, and without them there is no law
+        final = runner.run(runner.stored(best_runs) + [(space.config(best, n_top), seed)])
     at_top = [final[(c, s)] for c, s in best_runs if c.n == n_top and (c, s) in final]
     best_config = space.config(best, n_top)
     a = compute_coefficients(runner.variant.model.model, runner.variant.platform.slots[:best_config.ranks],
