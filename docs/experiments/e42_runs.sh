@@ -1,0 +1,34 @@
+#!/bin/bash
+# E42: DEPTH 0 against DEPTH 1 at N = 250,000 (BCAST 2, SWAP 0) with every CPU on the
+# median of the preset's 64 dgemm laws (no slow or noisy CPU; noise 1.1 % of the mean at
+# HPL's update, as dgemm_raw.csv measures at a fixed shape), on the preset's platform and
+# without any limit on a node's link (wide.xml, as E41), plus the link-free pair without
+# noise (nonoise.yaml, as E41). About 15-30 min of one core per run; at most two at once.
+set -e
+H=${HPLSIM:-hplsim}
+PY=${PYTHON:-python}
+OUT=${1:-/tmp/e42}
+mkdir -p "$OUT" && cd "$OUT"
+XML=$($PY -c 'from hplsim.presets import get_preset; print(get_preset("dahu").platform)')
+MODEL=${XML%platform.xml}model.yaml
+sed 's/ bw="12.5GBps"/ bw="400GBps"/' "$XML" > wide.xml
+$PY - "$MODEL" <<'PYEOF'
+import sys
+import numpy as np
+import yaml
+d = yaml.safe_load(open(sys.argv[1]))
+none = lambda x: [none(v) for v in x] if isinstance(x, list) else {k: ({"family": "none"} if k == "noise" else none(v)) for k, v in x.items()} if isinstance(x, dict) else x
+yaml.safe_dump(none(d), open("nonoise.yaml", "w"), sort_keys=False)
+laws = [c["kernels"]["dgemm"] for h in d["hosts"].values() for c in h["cpus"]]
+terms = ("intercept", "mnk", "mn", "mk", "nk")
+mean = {t: float(np.median([g["mean"].get(t, 0.0) for g in laws])) for t in terms}
+sigma = {t: float(np.median([g["noise"]["sigma"].get(t, 0.0) for g in laws])) for t in terms}
+for g in laws:
+    g["mean"], g["noise"]["sigma"] = dict(mean), dict(sigma)
+yaml.safe_dump(d, open("median.yaml", "w"), sort_keys=False)
+PYEOF
+for depth in 0 1; do
+  $H predict --preset dahu --model median.yaml -N 250000 --bcast 2 --depth $depth --swap 0 --seed 1 --json > median-d$depth.json
+  $H predict --preset dahu --platform wide.xml --model median.yaml -N 250000 --bcast 2 --depth $depth --swap 0 --seed 1 --json > wide-median-d$depth.json
+  $H predict --preset dahu --platform wide.xml --model nonoise.yaml -N 250000 --bcast 2 --depth $depth --swap 0 --seed 1 --json > wide-nonoise-d$depth.json
+done
