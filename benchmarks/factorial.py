@@ -22,6 +22,7 @@ of the models changes the runs' keys by itself.
     .venv/bin/python benchmarks/factorial.py                      # all 36, N = 250,000, 2 at a time
     .venv/bin/python benchmarks/factorial.py --bcast 0 2 --depth 0 --swap 0 1
     .venv/bin/python benchmarks/factorial.py --configs 2,1,0 5,1,1 --dry-run
+    .venv/bin/python benchmarks/factorial.py --depth 0 1 --bcast 2 --swap 0 --model median.yaml   # a what-if
 """
 
 from __future__ import annotations
@@ -68,10 +69,13 @@ def label(key: Key) -> str:
     return f"{key[0]},{NB},{key[1]},{key[2]}"
 
 
-def predict_command(key: Key, n: int, grid: tuple[int, int], seed: int) -> str:
+def predict_command(key: Key, n: int, grid: tuple[int, int], seed: int,
+                    platform: Path | None = None, model: Path | None = None) -> str:
     """The `hplsim predict` command whose figures a run's are."""
     pq = f" -P {grid[0]} -Q {grid[1]}" if grid != REAL_GRID else ""
-    return f"hplsim predict --preset dahu -N {n}{pq} --bcast {key[0]} --depth {key[1]} --swap {key[2]} --seed {seed}"
+    files = (f" --platform {platform}" if platform else "") + (f" --model {model}" if model else "")
+    return (f"hplsim predict --preset dahu{files} -N {n}{pq} --bcast {key[0]} --depth {key[1]} --swap {key[2]} "
+            f"--seed {seed}")
 
 
 # ----------------------------------------------------------------------------- the data
@@ -194,17 +198,20 @@ def summarise(pred: Mapping[Key, float], real: Mapping[Key, float], keys: Sequen
 # ---------------------------------------------------------------------- the simulations
 
 
-def sweep_spec(n: int, grid: tuple[int, int], seed: int, keys: Iterable[Key], build: str) -> SweepSpec:
+def sweep_spec(n: int, grid: tuple[int, int], seed: int, keys: Iterable[Key], build: str,
+               platform: Path | None = None, model: Path | None = None) -> SweepSpec:
     """The preset's HPL parameters at N, on `grid`, for the product of the keys' values
-    (the plan is then cut down to the keys themselves)."""
+    (the plan is then cut down to the keys themselves); the preset's platform and model
+    unless others are given (a what-if: their digests key the runs in the store)."""
     preset = get_preset("dahu")
     hpl: dict = {k: [v] for k, v in preset.config(n).as_dict().items() if k not in ("p", "q")}
     keys = list(keys)
     hpl.update(bcast=sorted({k[0] for k in keys}), depth=sorted({k[1] for k in keys}),
                swap=sorted({k[2] for k in keys}), grids=[list(grid)])
     doc = {"name": "factorial", "hpl": hpl, "seeds": [seed],
-           "platform": {"path": str(preset.platform), "ranks_per_host": preset.ranks_per_host},
-           "model": {"path": str(preset.model)}}
+           "platform": {"path": str(platform.resolve() if platform else preset.platform),
+                        "ranks_per_host": preset.ranks_per_host},
+           "model": {"path": str(model.resolve() if model else preset.model)}}
     return parse_spec(doc, SOURCE, REPO, sweep_text(SOURCE, build, doc))
 
 
@@ -347,6 +354,10 @@ def parser() -> Parser:
     run.add_argument("--swap2-as-swap1", action="store_true",
                      help="give SWAP 2 (mix, threshold 64) the figure of SWAP 1's run instead of its own: they "
                           "differ only where at most 64 local columns remain; saves a third of the runs")
+    run.add_argument("--platform", type=Path, metavar="XML",
+                     help="another platform file instead of the preset's (a what-if, e.g. docs/validation.md E41's wide.xml)")
+    run.add_argument("--model", type=Path, metavar="YAML",
+                     help="another model file instead of the preset's (a what-if, e.g. E42's median.yaml)")
     run.add_argument("--retry-failed", action="store_true", help="run again the runs stored as failed")
     out = ap.add_argument_group("store and output")
     out.add_argument("--store", type=Path, metavar="PATH",
@@ -373,7 +384,10 @@ def main(argv: list[str] | None = None) -> int:
     sims = sorted(set(run_keys.values()))
 
     build, store_path = prepare_store("factorial", args.store, args.json, args.dry_run)
-    spec = sweep_spec(args.n, grid, args.seed, sims, build)
+    for option, path in (("--platform", args.platform), ("--model", args.model)):
+        if path is not None and not path.is_file():
+            raise HplsimError(f"{option} {path}: no such file")
+    spec = sweep_spec(args.n, grid, args.seed, sims, build, args.platform, args.model)
     # the preset's platform and model as they are: nothing is written into the work folder
     plan, tasks = plan_runs(spec, sims, work_dir(store_path))
     if (args.n, grid) != (REAL_N, REAL_GRID):
@@ -389,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
             state = {"ok": "stored", "failed": "failed before"}.get(stored.get(tasks[run_keys[k]].hash, ""), "to run")
             borrowed = f" (= the run of {label(run_keys[k])})" if run_keys[k] != k else ""
             print(f"{label(k):<11}{'ref' if k == REFERENCE else '':<5}{state:<15}"
-                  f"{predict_command(run_keys[k], args.n, grid, args.seed)}{borrowed}")
+                  f"{predict_command(run_keys[k], args.n, grid, args.seed, args.platform, args.model)}{borrowed}")
         print(f"{len(sims)} runs: {sum(s == 'ok' for s in stored.values())} stored, "
               f"{len(sims) - len(stored)} to run, {sum(s == 'failed' for s in stored.values())} failed before")
         return 0
@@ -407,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     ours = summarise(pred, real, done) if REFERENCE in pred else None
     theirs = summarise(authors, real, done)
 
-    print(f"Dahu preset, {grid[0] * grid[1]:,} ranks ({grid[0]}x{grid[1]}), N = {args.n:,}, seed {args.seed}; "
+    files = "".join(f", {what} {path}" for what, path in (("platform", args.platform), ("model", args.model)) if path)
+    print(f"Dahu preset{files}, {grid[0] * grid[1]:,} ranks ({grid[0]}x{grid[1]}), N = {args.n:,}, seed {args.seed}; "
           f"real: Jan 2020, mean ± sd of the runs; authors: their prediction")
     print(f"relative error = (pred(c) / pred(ref)) / (real(c) / real(ref)) - 1, ref = {label(REFERENCE)}; "
           "abs err = (hplsim - real) / real")
@@ -428,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.json, {
             "n": args.n, "grid": list(grid), "seed": args.seed, "store": str(store_path), "build": build,
             "reference": label(REFERENCE), "swap2_as_swap1": args.swap2_as_swap1,
+            "platform": str(args.platform) if args.platform else "builtin:dahu",
+            "model": str(args.model) if args.model else "builtin:dahu",
             "configurations": [_row_doc(r, pred, real, authors) for r in rows],
             "summary": {"hplsim": ours.as_dict() if ours else None, "authors": theirs.as_dict()},
         }, "the figures (--json)")

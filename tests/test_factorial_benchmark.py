@@ -114,7 +114,7 @@ def test_help_lists_every_option(tmp_path, capfd, monkeypatch):
     out = in_process("--help", cwd=tmp_path, capfd=capfd, monkeypatch=monkeypatch)
     assert out.returncode == 0
     for option in ("--bcast", "--depth", "--swap", "--configs", "--n", "--seed", "--jobs", "--grid", "--store",
-                   "--json", "--dry-run", "--swap2-as-swap1", "--retry-failed", "--data"):
+                   "--json", "--dry-run", "--swap2-as-swap1", "--retry-failed", "--data", "--model", "--platform"):
         assert option in out.stdout, option
 
 
@@ -300,3 +300,34 @@ def test_an_interrupted_run_keeps_what_finished_and_resumes(tmp_path):
     out = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "hplsim: warning: 4 stored run(s) were made by another build" in out.stderr
+
+
+def test_another_model_and_platform_are_what_ifs_keyed_apart(tmp_path, capfd, monkeypatch):
+    """--model/--platform replace the preset's files (E42's median CPUs, E41's link-free
+    platform): the dry run names them in each command, and their runs are other runs than
+    the preset's in the store (the files' digests key them)."""
+    import shutil
+
+    from hplsim.presets import get_preset
+
+    preset = get_preset("dahu")
+    model = tmp_path / "median.yaml"
+    shutil.copy(preset.model, model)
+    with model.open("a") as f:
+        f.write("# a copy that differs\n")
+    store = tmp_path / "s.sqlite"
+    plain = in_process("--dry-run", "--configs", "2,0,0", "--store", store, cwd=tmp_path, capfd=capfd,
+                       monkeypatch=monkeypatch)
+    what_if = in_process("--dry-run", "--configs", "2,0,0", "--model", model, "--store", store, cwd=tmp_path,
+                         capfd=capfd, monkeypatch=monkeypatch)
+    assert plain.returncode == what_if.returncode == 0, what_if.stderr
+    assert f"hplsim predict --preset dahu --model {model} -N 250000 --bcast 2 --depth 0 --swap 0" in what_if.stdout
+    assert "--model" not in plain.stdout
+    spec = fb.sweep_spec(250000, (32, 32), 1, [(2, 0, 0)], "b")
+    spec_m = fb.sweep_spec(250000, (32, 32), 1, [(2, 0, 0)], "b", model=model)
+    (_, t), (_, t_m) = (fb.plan_runs(s, [(2, 0, 0)], tmp_path / "w") for s in (spec, spec_m))
+    assert t[(2, 0, 0)].hash != t_m[(2, 0, 0)].hash
+    bad = in_process("--dry-run", "--model", tmp_path / "none.yaml", "--store", store, cwd=tmp_path, capfd=capfd,
+                     monkeypatch=monkeypatch)
+    errors = [line for line in bad.stderr.splitlines() if line.startswith("hplsim: error:")]
+    assert bad.returncode != 0 and len(errors) == 1 and "--model" in errors[0] and "no such file" in errors[0]
