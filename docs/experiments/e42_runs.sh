@@ -32,3 +32,6 @@ for depth in 0 1; do
   $H predict --preset dahu --platform wide.xml --model median.yaml -N 250000 --bcast 2 --depth $depth --swap 0 --seed 1 --json > wide-median-d$depth.json
   $H predict --preset dahu --platform wide.xml --model nonoise.yaml -N 250000 --bcast 2 --depth $depth --swap 0 --seed 1 --json > wide-nonoise-d$depth.json
 done
+# the longM broadcast on median CPUs, with and without the link's limit
+$H predict --preset dahu --model median.yaml -N 250000 --bcast 5 --depth 1 --swap 0 --seed 1 --json > median-b5.json
+$H predict --preset dahu --platform wide.xml --model median.yaml -N 250000 --bcast 5 --depth 1 --swap 0 --seed 1 --json > wide-median-b5.json
