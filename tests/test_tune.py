@@ -408,7 +408,7 @@ def test_the_plan_is_the_searchs_first_size_and_simulates_nothing(tmp_path, monk
 
 
 def test_the_partial_table_goes_where_the_budget_pays_for_the_most_rows_the_largest_on_a_tie():
-    from hplsim.tune.search import _key, _most_rows
+    from hplsim.tune.search import _key, _most, _rows_paid
 
     space = make_space(2, HplConfig(n=1 << 20), (64, 128), None, depth=(0, 1), pfact=(1,), rfact=(2,),
                        bcast=(1,), swap=(0,))
@@ -419,6 +419,9 @@ def test_the_partial_table_goes_where_the_budget_pays_for_the_most_rows_the_larg
     class Priced:  # a run costs its N in ms
         def charge(self, runs):
             return sum(c.n / 1000 for c, _ in runs)
+
+    def _most_rows(*args):  # where search() puts the partial table
+        return _most(_rows_paid(*args))
 
     # 1.1 s pays for both rows at 256 and 512, for one at 1,024: 512 (the largest of the most)
     assert _most_rows(space, Priced(), around, winner, scores, [256, 512, 1024], 1, 1.1) == 512

@@ -493,12 +493,6 @@ def _most(rows: dict[int, int]) -> int:
     return max(rows, key=lambda n: (rows[n], n))
 
 
-def _most_rows(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
-               sizes: list[int], seed: int, allowance: float) -> int:
-    """Where the partial table goes."""
-    return _most(_rows_paid(space, runner, around, winner, scores, sizes, seed, allowance))
-
-
 def _sensitivity_below(space: Space, runner: Runner, around: list, winner: dict, scores: dict[int, dict],
                        sizes: list[int], seed: int, reserve_s: float) -> tuple[int, dict[tuple, float]] | None:
     """The neighbours at the largest smaller size the budget still pays for, `reserve_s`
