@@ -383,10 +383,12 @@ def main(argv: list[str] | None = None) -> int:
     run_keys = {k: simulated_as(k, args.swap2_as_swap1) for k in shown}
     sims = sorted(set(run_keys.values()))
 
-    build, store_path = prepare_store("factorial", args.store, args.json, args.dry_run)
+    # the sweep spec would refuse a missing file too, but naming its field, not the option,
+    # and only after the emulated HPL's build
     for option, path in (("--platform", args.platform), ("--model", args.model)):
         if path is not None and not path.is_file():
             raise HplsimError(f"{option} {path}: no such file")
+    build, store_path = prepare_store("factorial", args.store, args.json, args.dry_run)
     spec = sweep_spec(args.n, grid, args.seed, sims, build, args.platform, args.model)
     # the preset's platform and model as they are: nothing is written into the work folder
     plan, tasks = plan_runs(spec, sims, work_dir(store_path))
