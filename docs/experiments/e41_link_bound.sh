@@ -4,6 +4,7 @@
 # About 15-30 min of one core per run here; run at most two at once.
 set -e
 H=${HPLSIM:-hplsim}  # PYTHON: the interpreter hplsim is installed in (default: python)
+HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/e41}
 mkdir -p "$OUT" && cd "$OUT"
 XML=$(${PYTHON:-python} -c 'from hplsim.presets import get_preset; print(get_preset("dahu").platform)')
@@ -16,7 +17,5 @@ $H predict --preset dahu --platform wide.xml -N 250000 --bcast 2 --depth 0,1 --s
 $H predict --preset dahu --platform wide.xml -N 250000 --bcast 5 --depth 1 --swap 0 --seed 1 --json > wide-b5.json
 # the link-free DEPTH 0 run traced over 40 panels, and without any call noise
 $H predict --preset dahu --platform wide.xml -N 250000 --bcast 2 --depth 0 --swap 0 --seed 1 --json --trace trace-wide-d0 --trace-panels 40 > wide-d0-traced.json
-${PYTHON:-python} -c "import yaml; d = yaml.safe_load(open(\"$XML\".replace(\"platform.xml\", \"model.yaml\")))
-f = lambda x: [f(v) for v in x] if isinstance(x, list) else {k: ({\"family\": \"none\"} if k == \"noise\" else f(v)) for k, v in x.items()} if isinstance(x, dict) else x
-yaml.safe_dump(f(d), open(\"nonoise.yaml\", \"w\"), sort_keys=False)"
+${PYTHON:-python} "$HERE/model_variants.py" nonoise "${XML%platform.xml}model.yaml" nonoise.yaml
 $H predict --preset dahu --platform wide.xml --model nonoise.yaml -N 250000 --bcast 2 --depth 0 --swap 0 --seed 1 --json > wide-nonoise-d0.json

@@ -58,7 +58,7 @@ print(t[["node", "cpu_of_node", "mean19", "noise19", "mean20", "noise20"]].head(
 print("median of the 64 CPUs:", t[["mean19", "noise19", "mean20", "noise20"]].median().round(3).to_dict())
 print("max of the 64 CPUs:   ", t[["mean19", "noise19", "mean20", "noise20"]].max().round(3).to_dict())
 
-print("\n(3) dgemm_raw.csv: the history's kind of summary (M-1 mean, N-1 |residual| line x sqrt(pi/2))"
+print("\n(3) dgemm_raw.csv: the history's kind of summary (M-1/N-2: a linear mean in MNK, a |residual| line x sqrt(pi/2))"
       " of the same calls, at HPL's update: its sd / mean against the spread at a fixed shape")
 for (job, cpu), g in raw.groupby(["jobid", "cpu"], sort=True):
     x = np.c_[np.ones(len(g)), g.m * g.n * g.k]

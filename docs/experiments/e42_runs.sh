@@ -7,26 +7,14 @@
 set -e
 H=${HPLSIM:-hplsim}
 PY=${PYTHON:-python}
+HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/e42}
 mkdir -p "$OUT" && cd "$OUT"
 XML=$($PY -c 'from hplsim.presets import get_preset; print(get_preset("dahu").platform)')
 MODEL=${XML%platform.xml}model.yaml
 sed 's/ bw="12.5GBps"/ bw="400GBps"/' "$XML" > wide.xml
-$PY - "$MODEL" <<'PYEOF'
-import sys
-import numpy as np
-import yaml
-d = yaml.safe_load(open(sys.argv[1]))
-none = lambda x: [none(v) for v in x] if isinstance(x, list) else {k: ({"family": "none"} if k == "noise" else none(v)) for k, v in x.items()} if isinstance(x, dict) else x
-yaml.safe_dump(none(d), open("nonoise.yaml", "w"), sort_keys=False)
-laws = [c["kernels"]["dgemm"] for h in d["hosts"].values() for c in h["cpus"]]
-terms = ("intercept", "mnk", "mn", "mk", "nk")
-mean = {t: float(np.median([g["mean"].get(t, 0.0) for g in laws])) for t in terms}
-sigma = {t: float(np.median([g["noise"]["sigma"].get(t, 0.0) for g in laws])) for t in terms}
-for g in laws:
-    g["mean"], g["noise"]["sigma"] = dict(mean), dict(sigma)
-yaml.safe_dump(d, open("median.yaml", "w"), sort_keys=False)
-PYEOF
+$PY "$HERE/model_variants.py" nonoise "$MODEL" nonoise.yaml
+$PY "$HERE/model_variants.py" median "$MODEL" median.yaml
 for depth in 0 1; do
   $H predict --preset dahu --model median.yaml -N 250000 --bcast 2 --depth $depth --swap 0 --seed 1 --json > median-d$depth.json
   $H predict --preset dahu --platform wide.xml --model median.yaml -N 250000 --bcast 2 --depth $depth --swap 0 --seed 1 --json > wide-median-d$depth.json
