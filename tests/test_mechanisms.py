@@ -119,3 +119,23 @@ WIDE_GRID_CASES = [
 @pytest.mark.parametrize("config", WIDE_GRID_CASES, ids=lambda c: f"{c.p}x{c.q}-nb{c.nb}-b{c.bcast}")
 def test_long_broadcast_on_a_wide_grid_keeps_its_pivots(config, monkeypatch):
     assert _gflops(config, None, monkeypatch) == _gflops(config, "private", monkeypatch)
+
+
+def test_whole_panel_broadcasts_fold_their_panels_on_a_wide_grid(monkeypatch):
+    """Only the long broadcasts cut the panel into Q pieces, so only they need Q-wide grids'
+    panels unfolded. The others (BCAST 0-3) send the panel whole: their panels are folded on
+    any grid. Before, every broadcast left them unfolded when Q > NB, and memory grew with
+    N·ranks (a 1 x 1,024 tune run at N = 2,712 took 10.8 GB, docs/tune.md). Here each rank's
+    two panels (DEPTH 1) hold 8·NB·N bytes each: about 390 MB private in all."""
+    config = HplConfig(n=12000, nb=32, p=1, q=64, bcast=1, depth=1, swap=0)
+    runs = {}
+    for panels in (None, "private"):
+        if panels:
+            monkeypatch.setenv("HPLSIM_PANELS", panels)
+        else:
+            monkeypatch.delenv("HPLSIM_PANELS", raising=False)
+        platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
+        runs[panels] = predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=2)
+    assert runs[None].time_s == runs["private"].time_s
+    assert runs[None].sim_memory_bytes < runs["private"].sim_memory_bytes - 250e6, \
+        (runs[None].sim_memory_bytes, runs["private"].sim_memory_bytes)

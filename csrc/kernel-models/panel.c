@@ -86,7 +86,8 @@ static long fit(const buffer *b, size_t size, size_t align, size_t off, size_t l
 }
 
 /* Whether a piece of the long broadcasts may begin inside the pivot window of this
- * panel on some rank. HPL_blong.c cuts the panel's COUNT = ml2·JB + JB² + JB + 1 doubles
+ * panel on some rank (`pieces`: Q for the long broadcasts, 1 for the others, which send
+ * the panel whole, so that their panels are folded on any grid). HPL_blong.c cuts the panel's COUNT = ml2·JB + JB² + JB + 1 doubles
  * into `pieces` pieces of count = ⌊COUNT / pieces⌋ doubles starting at j·count, j < pieces
  * (HPL_blonM.c: pieces - 1 of them, so longer ones); the last starts at or before DPIV
  * when count >= JB + 1, the pivot window's length. The test takes the smallest COUNT (ml2
