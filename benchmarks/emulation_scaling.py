@@ -12,7 +12,10 @@ Scenarios (--scenario, default star):
             HPL parameters) on 1,024 ranks at N = 50k, 100k, 250k, 500k. Law: wall ≈ a · N^α.
   stampede  the Stampede preset (NB = 1024, its TOP500 run's parameters), on its full
             77×78 grid by default, at N = 50k, 100k, 200k; the law over N is extrapolated
-            to the TOP500 run's N = 3,875,000.
+            to the TOP500 run's N = 3,875,000. On 77×78 each panel costs minutes (38-177 s
+            at N = 4,096 here): P = 77 is odd, and the fat-tree's routing then puts every
+            flow into one max-min system (lab notebook E44); a grid whose P is a multiple
+            of 16 (--grid 64x94) runs several times faster.
 
 Besides wall time and PSS, every run reports the kernel-side cost of folding: the
 simulation's own page tables (VmPTE), the system-wide PageTables delta of /proc/meminfo
