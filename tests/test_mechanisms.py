@@ -102,13 +102,13 @@ def test_folded_panels_predict_as_private_panels(config, monkeypatch):
 #: The long broadcasts cut the panel into Q pieces. SMPI 3.32 does not copy a message that
 #: begins inside a private window (csrc/kernel-models/panel.c, lab notebook E30): on 2 x 64
 #: with NB 64 a piece began between the window's start and DPIV (the window then started 64
-#: bytes before DPIV; MPI_ERR_TRUNCATE), and with NB 8 on 2 x 72 the pieces are shorter than
-#: DPIV itself, so that such panels stay unfolded - on every rank alike (deciding per rank
-#: failed at N = 300 and ran at N = 600; both cases failed before E30). The cases here are
-#: smaller grids on the same paths: with Q = NB the last piece of a panel with no rows below
-#: begins one double before DPIV, as on 2 x 64 (the window placed 64 bytes before DPIV again:
-#: MPI_ERR_TRUNCATE); with Q above about NB the panels stay unfolded, and both the other
-#: cases fail with MPI_ERR_TRUNCATE if they are folded, or decided per rank as first done.
+#: bytes before DPIV; MPI_ERR_TRUNCATE). With Q = NB the last piece of a panel with no rows
+#: below begins one double before DPIV, as on 2 x 64 (first case); with Q above about NB the
+#: pieces may begin inside DPIV itself, and the pivots travel beside the messages (E45:
+#: without that, the second case aborts in the simulation). In the third, each panel is
+#: under one page: SMPI maps the whole buffer, window included, onto its one shared file,
+#: so that one rank's factorisation wrote into another's pivots until the runtime mapped
+#: the window privately again (E45: 1.92836 Gflops instead of the private 1.92727).
 WIDE_GRID_CASES = [
     HplConfig(n=256, nb=16, p=2, q=16, bcast=4, depth=0, swap=0, pfact=0, rfact=1),
     HplConfig(n=300, nb=8, p=2, q=16, bcast=5, depth=1, swap=0),
@@ -121,13 +121,15 @@ def test_long_broadcast_on_a_wide_grid_keeps_its_pivots(config, monkeypatch):
     assert _gflops(config, None, monkeypatch) == _gflops(config, "private", monkeypatch)
 
 
-def test_whole_panel_broadcasts_fold_their_panels_on_a_wide_grid(monkeypatch):
-    """Only the long broadcasts cut the panel into Q pieces, so only they need Q-wide grids'
-    panels unfolded. The others (BCAST 0-3) send the panel whole: their panels are folded on
-    any grid. Before, every broadcast left them unfolded when Q > NB, and memory grew with
-    N·ranks (a 1 x 1,024 tune run at N = 2,712 took 10.8 GB, docs/tune.md). Here each rank's
-    two panels (DEPTH 1) hold 8·NB·N bytes each: about 390 MB private in all."""
-    config = HplConfig(n=12000, nb=32, p=1, q=64, bcast=1, depth=1, swap=0)
+@pytest.mark.parametrize("bcast", [1, 5])
+def test_panels_fold_on_a_wide_grid(bcast, monkeypatch):
+    """E43, E45: on a grid with Q above NB the panels are folded for every broadcast. They
+    were left unfolded whatever the broadcast (E43: only the long ones cut the panel into
+    pieces), then for the long ones (E45: their pieces may begin inside the pivot window,
+    and the pivots now travel beside the messages), and memory grew with N·ranks (a 1 x 1,024
+    tune run at N = 2,712 took 10.8 GB). Here each rank's two panels (DEPTH 1) hold 8·NB·N
+    bytes each: about 390 MB private in all."""
+    config = HplConfig(n=12000, nb=32, p=1, q=64, bcast=bcast, depth=1, swap=0)
     runs = {}
     for panels in (None, "private"):
         if panels:

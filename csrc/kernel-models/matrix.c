@@ -94,6 +94,16 @@ static void cover(int fd, size_t size)
     hplsim_fatal("sizing a folded file to %zu bytes failed: %s", size, strerror(errno));
 }
 
+void *hplsim_map_shared(const char *name, const char *env_name, int *cached_fd, size_t size)
+{
+  int fd = shared_file(name, env_name, cached_fd);
+  cover(fd, size);
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED)
+    hplsim_fatal("mapping the shared %s (%zu bytes) failed: %s", name, size, strerror(errno));
+  return p;
+}
+
 static int buffers_fd = -1;
 
 void hplsim_fold_lazily(void *addr, size_t len)

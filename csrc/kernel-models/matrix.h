@@ -19,4 +19,9 @@ int hplsim_in_matrix(const void *p);
  * per block; SMPI's record of the buffer (which bytes it never copies) is unchanged. */
 void hplsim_fold_lazily(void *addr, size_t len);
 
+/* `size` bytes of the memory file `name`, shared by all ranks (its descriptor is found
+ * through the environment variable `env_name` and kept in `*cached_fd`, -1 at first), from
+ * offset 0: what one rank writes there, every rank reads. */
+void *hplsim_map_shared(const char *name, const char *env_name, int *cached_fd, size_t size);
+
 #endif

@@ -16,12 +16,17 @@
  * the panel in pieces of len/Q doubles; with a window starting before DPIV, a piece that
  * begins between the window's start and DPIV carried stale pivots (2 x 64, NB 64: the
  * rows then disagreed on the rows to swap, MPI_ERR_TRUNCATE, or a silently wrong time).
- * A piece may also begin inside DPIV itself when the pieces are shorter than it (Q larger
- * than about NB): no private window survives that, so such panels are not folded at all. */
+ * A piece may still begin inside DPIV itself when the pieces are shorter than it (Q larger
+ * than about NB), and no private window survives that: the pivots of the long broadcasts'
+ * panels also travel beside the messages (hplsim_pivots_publish/fetch), so that every
+ * panel is folded on every grid (lab notebook E45). */
 #include <smpi/smpi.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <errno.h>
+#include <unistd.h>
 
 #include "fatal.h"
 #include "matrix.h"
@@ -69,6 +74,22 @@ static void refold(char *base, size_t lo, size_t hi)
     hplsim_fold_lazily((void *)a, z - a);
 }
 
+/* SMPI 3.32 maps a buffer's last shared range, when it ends the buffer, onto its shared
+ * file from the start of the buffer's last (partial) block to its end
+ * (smpi_shared_malloc_partial: the high pages run from `stop_block_offset` to `size`), so a
+ * private window in that block - every window of a panel under one block (2 MiB with huge
+ * pages), and of a panel whose U part is shorter than its last block - is shared with every
+ * other rank's buffers at the same offsets: one rank's panel factorisation then writes into
+ * another's pivots (lab notebook E45). The window's pages are mapped privately again. */
+static void privatize_window(char *base, size_t lo, size_t hi)
+{
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t a = ((uintptr_t)base + lo) & ~(page - 1);
+  uintptr_t z = ((uintptr_t)base + hi + page - 1) & ~(page - 1);
+  if (mmap((void *)a, z - a, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != (void *)a)
+    hplsim_fatal("mapping a panel's pivot window privately failed: %s", strerror(errno));
+}
+
 /* Offset at which a request fits in `b` with its DPIV at the window's first byte, or -1.
  * HPL aligns the returned pointer up to `align` itself, so the offset must be a multiple
  * of it: successive panels' DPIV offsets differ by multiples of JB·JB doubles, which keeps
@@ -85,28 +106,11 @@ static long fit(const buffer *b, size_t size, size_t align, size_t off, size_t l
   return (long)k;
 }
 
-/* Whether a piece of the long broadcasts may begin inside the pivot window of this
- * panel on some rank (`pieces`: Q for the long broadcasts, 1 for the others, which send
- * the panel whole, so that their panels are folded on any grid). HPL_blong.c cuts the panel's COUNT = ml2·JB + JB² + JB + 1 doubles
- * into `pieces` pieces of count = ⌊COUNT / pieces⌋ doubles starting at j·count, j < pieces
- * (HPL_blonM.c: pieces - 1 of them, so longer ones); the last starts at or before DPIV
- * when count >= JB + 1, the pivot window's length. The test takes the smallest COUNT (ml2
- * = 0) so that every rank of the panel decides alike, whatever its rows: a message between
- * a folded and an unfolded panel would otherwise meet two layouts (a 2 x 72 run failed so). */
-static int pieces_may_start_in_window(size_t len, int pieces)
-{
-  if (pieces <= 1)
-    return 0;
-  size_t window = len / sizeof(double); /* JB + 1 */
-  size_t jb = window - 1;
-  return (jb * jb + window) / (size_t)pieces < window;
-}
-
-void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len, int pieces)
+void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len)
 {
   if (align == 0)
     align = sizeof(double);
-  int all_private = panels_mode() == PRIVATE || pieces_may_start_in_window(len, pieces);
+  int all_private = panels_mode() == PRIVATE;
   for (int i = 0; i < npool; i++) {
     if (pool[i].in_use || pool[i].all_private != all_private)
       continue;
@@ -154,6 +158,8 @@ void *hplsim_panel_work(size_t size, size_t align, size_t off, size_t len, int p
     return NULL;
   for (int i = 0; i < nblocks; i++)
     refold(b.base, offsets[2 * i], offsets[2 * i + 1]);
+  if (nblocks && b.window_hi > b.window_lo)
+    privatize_window(b.base, b.window_lo, b.window_hi);
   b.in_use = 1;
   pool[npool++] = b;
   long k = fit(&b, size, align, off, len);
@@ -171,6 +177,47 @@ void hplsim_panel_release(void *work)
     }
   }
   hplsim_fatal("releasing a panel buffer that was not allocated by the runtime");
+}
+
+/* The long broadcasts' pivots, one slot of NB + 1 doubles per panel, keyed by the
+ * panel's broadcast tag (the same on every rank, unlike JA, which HPL_pdfact advances on
+ * the ranks that call it, and unique among the panels in flight), in a memory file shared
+ * by all ranks (the runtime's globals are per rank). Every rank of the grid holds the same
+ * DPIV and DINFO for a panel (global row indices, from the column's all-reduced pivot
+ * search); HPL reads them only after HPL_bwait, which a receiver reaches after the roots'
+ * HPL_binit (their first message comes after it): a slot is written before it is read,
+ * whatever SMPI copied into the window. Every root writes the same values. */
+static int pivots_fd = -1;
+static double *pivots;
+static size_t pivots_bytes;
+
+static double *pivot_slot(int tag, int nb, int count)
+{
+  if (nb <= 0 || tag < 0 || count < 1 || count > nb + 1)
+    hplsim_fatal("pivots of a panel out of range (tag %d, nb %d, count %d)", tag, nb, count);
+  size_t first = (size_t)tag * (size_t)(nb + 1);
+  size_t need = (first + (size_t)count) * sizeof(double);
+  if (need > pivots_bytes) {
+    /* Panels come in order: doubling keeps the remappings few. */
+    size_t size = pivots_bytes ? pivots_bytes : (size_t)1 << 20;
+    while (size < need)
+      size *= 2;
+    if (pivots)
+      munmap(pivots, pivots_bytes);
+    pivots = hplsim_map_shared("hplsim-pivots", "HPLSIM_PIVOTS_FD", &pivots_fd, size);
+    pivots_bytes = size;
+  }
+  return pivots + first;
+}
+
+void hplsim_pivots_publish(int tag, int nb, const double *dpiv, int count)
+{
+  memcpy(pivot_slot(tag, nb, count), dpiv, (size_t)count * sizeof(double));
+}
+
+void hplsim_pivots_fetch(int tag, int nb, double *dpiv, int count)
+{
+  memcpy(dpiv, pivot_slot(tag, nb, count), (size_t)count * sizeof(double));
 }
 
 static char *scratch;
