@@ -75,13 +75,17 @@ def test_without_look_ahead_the_columns_swap_in_step(runs):
     assert spreads[0] < 0.25 and spreads[1] > 2 * spreads[0], spreads
 
 
-def _gflops(config: HplConfig, panels: str | None, monkeypatch) -> float:
+def _predict(config: HplConfig, panels: str | None, monkeypatch):
     if panels:
         monkeypatch.setenv("HPLSIM_PANELS", panels)
     else:
         monkeypatch.delenv("HPLSIM_PANELS", raising=False)
     platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
-    return predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=2).gflops
+    return predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=2)
+
+
+def _gflops(config: HplConfig, panels: str | None, monkeypatch) -> float:
+    return _predict(config, panels, monkeypatch).gflops
 
 
 FOLDING_CASES = [
@@ -130,14 +134,7 @@ def test_panels_fold_on_a_wide_grid(bcast, monkeypatch):
     tune run at N = 2,712 took 10.8 GB). Here each rank's two panels (DEPTH 1) hold 8·NB·N
     bytes each: about 390 MB private in all."""
     config = HplConfig(n=12000, nb=32, p=1, q=64, bcast=bcast, depth=1, swap=0)
-    runs = {}
-    for panels in (None, "private"):
-        if panels:
-            monkeypatch.setenv("HPLSIM_PANELS", panels)
-        else:
-            monkeypatch.delenv("HPLSIM_PANELS", raising=False)
-        platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
-        runs[panels] = predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=2)
+    runs = {panels: _predict(config, panels, monkeypatch) for panels in (None, "private")}
     assert runs[None].time_s == runs["private"].time_s
     assert runs[None].sim_memory_bytes < runs["private"].sim_memory_bytes - 250e6, \
         (runs[None].sim_memory_bytes, runs["private"].sim_memory_bytes)
