@@ -60,14 +60,16 @@ def paper(data: Path, model: str) -> pd.Series:
     return df[df.model == model].groupby("matrix_size").gflops.mean()
 
 
-def sweep_spec(ns: list[int], seeds: list[int], variants: list[str], iprobe: str, build: str) -> SweepSpec:
-    """The preset's HPL parameters at every N, its platform (with the what-if on
-    MPI_Iprobe when asked) and its model, noisy and/or not."""
+def sweep_spec(ns: list[int], seeds: list[int], variants: list[str], iprobe: str, build: str,
+               platform_xml: Path | None = None) -> SweepSpec:
+    """The preset's HPL parameters at every N, its platform or `platform_xml` (with the
+    what-if on MPI_Iprobe when asked) and its model, noisy and/or not."""
     preset = get_preset("dahu")
     hpl: dict = {k: [v] for k, v in preset.config(min(ns)).as_dict().items() if k not in ("p", "q", "n")}
     base = preset.config(min(ns))
     hpl.update(n=ns, grids=[[base.p, base.q]])
-    platform: dict = {"path": str(preset.platform), "ranks_per_host": preset.ranks_per_host}
+    path = platform_xml.resolve() if platform_xml else preset.platform
+    platform: dict = {"path": str(path), "ranks_per_host": preset.ranks_per_host}
     if iprobe != "arrived":  # the published platform's (a variation would change nothing else)
         platform["variations"] = [{"name": f"iprobe {iprobe}", "iprobe_reports": iprobe}]
     doc = {"name": "dahu-validation", "hpl": hpl, "seeds": seeds, "platform": platform,
@@ -112,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iprobe-reports", choices=IPROBE_REPORTS, default="arrived",
                     help="what-if: which messages MPI_Iprobe reports (docs/formats/platform.md); Dahu's "
                          "calibration did not measure it, the published platform is 'arrived'")
+    ap.add_argument("--platform", type=Path, metavar="XML",
+                    help="another platform file instead of the preset's (a what-if, e.g. docs/validation.md "
+                    "E51's lo3cap.xml); its runs are keyed apart from the preset's")
     ap.add_argument("--jobs", type=int, default=1, help="simulations at once (default: 1)")
     ap.add_argument("--store", type=Path, metavar="PATH",
                     help="results store (the sweep's format); default results/dahu-validation-<emulated HPL "
@@ -129,10 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     seeds = list(dict.fromkeys(args.seeds))
     variants = list(dict.fromkeys(args.variants))
 
+    if args.platform is not None and not args.platform.is_file():
+        raise HplsimError(f"--platform {args.platform}: no such file")
     data = reference_data(args.data)
     real, d2 = reality(data), paper(data, "D2_het")
     build, store_path = prepare_store("dahu-validation", args.store, args.json, args.dry_run)
-    spec = sweep_spec(ns, seeds, variants, args.iprobe_reports, build)
+    spec = sweep_spec(ns, seeds, variants, args.iprobe_reports, build, args.platform)
     with run_dir("plan") as tmp:  # a dry run writes nothing (the sweep writes its derived model again)
         plan = make_plan(spec, tmp if args.dry_run else work_dir(store_path), spec.timeout)
     if plan.invalid:
@@ -181,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{s['max_abs_error_pct']:.1f} % (N = {s['worst_n']:,}), mean |error| {s['mean_abs_error_pct']:.1f} %"
               f"{d2_text}")
     if args.json:
-        write_json(args.json, {"rows": rows, "summary": summaries, "store": str(store_path), "build": build},
+        write_json(args.json, {"rows": rows, "summary": summaries, "store": str(store_path), "build": build,
+                                "platform": str(args.platform) if args.platform else "builtin:dahu"},
                    "the figures (--json)")
     return 0 if len(rows) == len(plan.tasks) else 1
 

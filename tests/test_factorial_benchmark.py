@@ -236,6 +236,28 @@ def test_the_n_sweep_dry_run_and_a_bad_option(tmp_path):
     assert bad.returncode != 0 and bad.stderr.strip().splitlines() == ["hplsim: error: --jobs must be at least 1, got 0"]
 
 
+def test_the_n_sweep_on_another_platform_is_a_what_if_keyed_apart(tmp_path):
+    """--platform replaces the preset's platform (E51's loaded network): its runs are other
+    runs than the preset's (the file's digest keys them), and a missing file is one error line."""
+    from hplsim.presets import get_preset
+    from hplsim.sweep.plan import make_plan
+
+    dv = load_benchmark("dahu_validation.py", "dahu_validation_benchmark")
+    xml = tmp_path / "lo3.xml"
+    published = get_preset("dahu").platform.read_text()
+    xml.write_text(published.replace('loopback_bw="18.348422228142724GBps"', 'loopback_bw="3.07GBps"'))
+    assert xml.read_text() != published
+    specs = [dv.sweep_spec([50000], [1], ["stochastic"], "arrived", "b", x) for x in (None, xml)]
+    plans = [make_plan(spec, tmp_path / f"w{i}", spec.timeout) for i, spec in enumerate(specs)]
+    (preset_task,), (what_if_task,) = (p.tasks for p in plans)
+    assert preset_task.hash != what_if_task.hash
+    assert preset_task.config == what_if_task.config and preset_task.seed == what_if_task.seed
+    bad = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--platform", str(tmp_path / "none.xml")],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert bad.returncode != 0
+    assert bad.stderr.strip().splitlines() == [f"hplsim: error: --platform {tmp_path / 'none.xml'}: no such file"]
+
+
 def _live_with(token: str, wait_s: float = 10.0) -> list[str]:
     """Processes whose environment holds `token` (every descendant of the command, in any
     process group or session) that are not zombies (an orphan's zombie may wait for a
