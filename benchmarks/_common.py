@@ -62,6 +62,17 @@ def run_main(main: Callable[[], int | None]) -> None:
         sys.exit(128 + exc.signum)
 
 
+def require_files(**options: Path | None) -> None:
+    """A what-if file option (`--platform`, `--model`) that names no file is an error line.
+    The sweep spec would refuse it too, but naming its field, not the option, and only
+    after the emulated HPL's build."""
+    from hplsim.errors import HplsimError
+
+    for option, path in options.items():
+        if path is not None and not path.is_file():
+            raise HplsimError(f"--{option} {path}: no such file")
+
+
 def reference_data(explicit: str | None = None) -> Path:
     """`reference_dir` for scripts that follow the error rule (run under `run_main`); a
     folder given that holds no ``dahu/`` is an error, not a fall-back."""

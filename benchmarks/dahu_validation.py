@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (REPO, Parser, prepare_store, reference_data, run_main,  # noqa: E402
+from _common import (REPO, Parser, prepare_store, reference_data, require_files, run_main,  # noqa: E402
                      stored_by_other_builds, stored_statuses, sweep_text, warn_other_builds)
 
 from hplsim.errors import HplsimError  # noqa: E402
@@ -134,8 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = list(dict.fromkeys(args.seeds))
     variants = list(dict.fromkeys(args.variants))
 
-    if args.platform is not None and not args.platform.is_file():
-        raise HplsimError(f"--platform {args.platform}: no such file")
+    require_files(platform=args.platform)
     data = reference_data(args.data)
     real, d2 = reality(data), paper(data, "D2_het")
     build, store_path = prepare_store("dahu-validation", args.store, args.json, args.dry_run)

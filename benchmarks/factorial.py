@@ -40,7 +40,7 @@ from typing import Iterable, Mapping, Sequence
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (REPO, Parser, prepare_store, reference_data, run_main,  # noqa: E402
+from _common import (REPO, Parser, prepare_store, reference_data, require_files, run_main,  # noqa: E402
                      stored_by_other_builds, stored_statuses, sweep_text, warn_other_builds)
 
 from hplsim.emulate.progress import RunBars  # noqa: E402
@@ -383,11 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     run_keys = {k: simulated_as(k, args.swap2_as_swap1) for k in shown}
     sims = sorted(set(run_keys.values()))
 
-    # the sweep spec would refuse a missing file too, but naming its field, not the option,
-    # and only after the emulated HPL's build
-    for option, path in (("--platform", args.platform), ("--model", args.model)):
-        if path is not None and not path.is_file():
-            raise HplsimError(f"{option} {path}: no such file")
+    require_files(platform=args.platform, model=args.model)
     build, store_path = prepare_store("factorial", args.store, args.json, args.dry_run)
     spec = sweep_spec(args.n, grid, args.seed, sims, build, args.platform, args.model)
     # the preset's platform and model as they are: nothing is written into the work folder
