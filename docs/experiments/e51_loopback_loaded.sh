@@ -18,12 +18,17 @@ mkdir -p "$OUT" && cd "$OUT"
 XML=$(${PYTHON:-python} -c 'from hplsim.presets import get_preset; print(get_preset("dahu").platform)')
 sed 's/loopback_bw="[^"]*"/loopback_bw="3.07GBps"/' "$XML" > lo3.xml
 sed "s|<config id=\"General\">|<config id=\"General\">\n        <prop id=\"network/TCP-gamma\" value=\"1601\"/>|" lo3.xml > lo3cap.xml
+run() {  # NAME PLATFORM [predict options]: one run, its JSON in NAME.json
+  name=$1 platform=$2; shift 2
+  $H predict --preset dahu --platform "$platform.xml" "$@" --seed 1 --json > "$name.json"
+}
 for p in lo3 lo3cap; do
-  $H predict --preset dahu --platform $p.xml -N 50000 --seed 1 --json > $p-50k.json
-  for d in 0 1; do
-    $H predict --preset dahu --platform $p.xml -N 250000 --bcast 2 --depth $d --swap 0 --seed 1 --json > $p-250k-d$d.json
-  done
+  run $p-50k $p -N 50000
+  run $p-100k $p -N 100000
+  for d in 0 1; do run $p-250k-d$d $p -N 250000 --bcast 2 --depth $d --swap 0; done
 done
-$H predict --preset dahu --platform lo3.xml -N 100000 --seed 1 --json > lo3-100k.json
-$H predict --preset dahu --platform lo3.xml -N 250000 --bcast 5 --depth 1 --swap 0 --seed 1 --json > lo3-250k-b5.json
-$H predict --preset dahu --platform lo3.xml -N 250000 --bcast 0 --depth 0 --swap 0 --seed 1 --json > lo3-250k-b0d0.json
+# other configurations of the factorial, on the loaded network with both rates
+run lo3cap-250k-b0d0 lo3cap -N 250000 --bcast 0 --depth 0 --swap 0
+run lo3cap-250k-b0d1 lo3cap -N 250000 --bcast 0 --depth 1 --swap 0
+run lo3cap-250k-b5 lo3cap -N 250000 --bcast 5 --depth 1 --swap 0
+run lo3cap-250k-b5s1 lo3cap -N 250000 --bcast 5 --depth 1 --swap 1  # stopped unfinished in E51
