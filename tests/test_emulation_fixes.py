@@ -274,9 +274,15 @@ def test_the_matrix_costs_one_mapping_per_rank_whatever_n():
     assert [p.time_s for p in ours] == [p.time_s for p in smpi]
     # SMPI's folding: 8·N² bytes in blocks of at most 2 MiB, i.e. ≥ 915 more mappings at 16,000
     assert smpi[1].sim_mappings - smpi[0].sim_mappings > 900
-    # ours: only the panels (8·NB·(N/P + N/Q) bytes each) grow, linearly in N
-    assert ours[1].sim_mappings - ours[0].sim_mappings < 100
-    assert ours[1].sim_page_table_bytes < 2 * ours[0].sim_page_table_bytes
+    # ours, at the same N: none of those blocks. Compared at one N because the peaks are
+    # sampled (every 0.05 s or more): a 0.3 s run at N = 4,000 may be seen before all its
+    # ranks are loaded (CI saw 212 mappings where this machine sees 303), which made a
+    # growth between two N of ours a coin toss; an under-sampled peak of ours only
+    # strengthens this comparison.
+    assert smpi[1].sim_mappings - ours[1].sim_mappings > 900
+    # page tables: a touched matrix would need 8 bytes per 4 KiB page of its 8·N² bytes
+    # (4 MB at 16,000); ours stay under a quarter of that
+    assert ours[1].sim_page_table_bytes < (8 * 16000**2 // 4096) * 8 // 4
 
 
 def test_panel_buffers_are_refolded_as_one_mapping_each():
