@@ -15,9 +15,13 @@ set -e
 H=${HPLSIM:-hplsim}
 OUT=${1:-/tmp/e51}
 mkdir -p "$OUT" && cd "$OUT"
-XML=$(${PYTHON:-python} -c 'from hplsim.presets import get_preset; print(get_preset("dahu").platform)')
-sed 's/loopback_bw="[^"]*"/loopback_bw="3.07GBps"/' "$XML" > lo3.xml
-sed "s|<config id=\"General\">|<config id=\"General\">\n        <prop id=\"network/TCP-gamma\" value=\"1601\"/>|" lo3.xml > lo3cap.xml
+# both written by hplsim.presets.dahu.loaded_platform_xml from the published platform
+${PYTHON:-python} - <<'PY'
+from hplsim.presets import dahu
+published = dahu.PLATFORM_XML.read_text()
+open("lo3.xml", "w").write(dahu.loaded_platform_xml(published, per_flow_cap=False))
+open("lo3cap.xml", "w").write(dahu.loaded_platform_xml(published))
+PY
 run() {  # NAME PLATFORM [predict options]: one run, its JSON in NAME.json
   name=$1 platform=$2; shift 2
   $H predict --preset dahu --platform "$platform.xml" "$@" --seed 1 --json > "$name.json"

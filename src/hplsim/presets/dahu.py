@@ -8,6 +8,7 @@ published CSVs and a test checks that the shipped copy is exactly that conversio
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from hplsim.hpl.config import HplConfig
@@ -76,6 +77,70 @@ def convert(data_dir: Path) -> ModelFile:
         description="Dahu (Grid'5000): published per-CPU polynomial dgemm + half-normal noise, other kernels",
         provenance=PROVENANCE,
     )
+
+
+# Dahu's network under HPL's load (docs/validation.md E51): the authors' 2020 "RingRong"
+# calibration (Ezibenroc/calibration_analysis dahu/mpi/remote_calibration.ipynb @ d359ae6,
+# its printed fits for 16 kB - 6 MB) measured one transfer at a time while every other core
+# ran dgemm, where the published platform comes from an idle ping-pong.
+#: one-way time per byte of a message between two ranks of one node, under load (s/B)
+LOADED_LOOPBACK_S_PER_BYTE = 3.30e-10
+#: one flow between two nodes under load, as a share of the 12.5 GB/s link
+LOADED_REMOTE_SHARE = 0.316
+
+
+def _last_piece(value: str) -> float:
+    """The factor of a piecewise SMPI option beyond its last breakpoint ("0:a;8133:b;...")."""
+    return float(value.split(";")[-1].split(":")[1])
+
+
+def loaded_platform_xml(published: str, per_flow_cap: bool = True) -> str:
+    """The published platform with Dahu's loaded network (E51): the nodes' loopback at the
+    loaded intra-node rate, and (`per_flow_cap`) the loaded rate of one inter-node flow as a
+    per-flow cap.
+
+    SimGrid 3.32 multiplies every transfer, the loopback's too, by ``smpi/bw-factor``, so
+    the loopback is the loaded rate over the factor beyond the last breakpoint (MB-sized
+    messages), to three significant digits. The cap is SimGrid's TCP window bound,
+    ``network/TCP-gamma`` / (2 x the route's latency): a bound on each flow, which leaves
+    the link's 12.5 GB/s to share among many (a bandwidth factor would scale the shared
+    rate instead, E46); the loopback's zero latency leaves it unbounded.
+
+    >>> xml = loaded_platform_xml(PLATFORM_XML.read_text())
+    >>> 'loopback_bw="3.07GBps"' in xml, '"network/TCP-gamma" value="1601"' in xml
+    (True, True)
+    """
+    bw_factor = _last_piece(_one(r'<prop id="smpi/bw-factor" value="([^"]*)"', published))
+    link_bw = _gbps(_one(r'<cluster [^>]*\bbw="([^"]*)"', published))
+    route_latency = 2 * _microseconds(_one(r'<cluster [^>]*\blat="([^"]*)"', published)) * 1e-6
+    if "network/TCP-gamma" in published:
+        raise ValueError("the platform sets network/TCP-gamma already")
+    loopback = f"{1 / LOADED_LOOPBACK_S_PER_BYTE / bw_factor / 1e9:.3g}GBps"
+    gamma = round(LOADED_REMOTE_SHARE * link_bw / bw_factor * 2 * route_latency)
+    xml = re.sub(r'loopback_bw="[^"]*"', f'loopback_bw="{loopback}"', published, count=1)
+    if not per_flow_cap:
+        return xml
+    return xml.replace('<config id="General">',
+                       f'<config id="General">\n        <prop id="network/TCP-gamma" value="{gamma}"/>', 1)
+
+
+def _one(pattern: str, text: str) -> str:
+    found = re.findall(pattern, text)
+    if len(found) != 1:
+        raise ValueError(f"expected one match of {pattern!r} in the platform, found {len(found)}")
+    return found[0]
+
+
+def _gbps(value: str) -> float:
+    if not value.endswith("GBps"):
+        raise ValueError(f"expected a bandwidth in GBps, got {value!r}")
+    return float(value[:-4]) * 1e9
+
+
+def _microseconds(value: str) -> float:
+    if not value.endswith("us"):
+        raise ValueError(f"expected a latency in us, got {value!r}")
+    return float(value[:-2])
 
 
 def validation_config(n: int) -> HplConfig:
