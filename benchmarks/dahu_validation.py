@@ -115,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="what-if: which messages MPI_Iprobe reports (docs/formats/platform.md); Dahu's "
                          "calibration did not measure it, the published platform is 'arrived'")
     ap.add_argument("--platform", type=Path, metavar="XML",
-                    help="another platform file instead of the preset's (a what-if, e.g. docs/validation.md "
-                    "E51's lo3cap.xml); its runs are keyed apart from the preset's")
+                    help="another platform file instead of the preset's (a what-if, e.g. the published one, "
+                    "src/hplsim/data/dahu/platform.xml, with Dahu's idle network: docs/validation.md E52); "
+                    "its runs are keyed apart from the preset's")
     ap.add_argument("--jobs", type=int, default=1, help="simulations at once (default: 1)")
     ap.add_argument("--store", type=Path, metavar="PATH",
                     help="results store (the sweep's format); default results/dahu-validation-<emulated HPL "

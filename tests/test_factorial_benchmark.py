@@ -239,12 +239,12 @@ def test_the_n_sweep_dry_run_and_a_bad_option(tmp_path):
 def test_the_n_sweep_on_another_platform_is_a_what_if_keyed_apart(tmp_path):
     """--platform replaces the preset's platform (E51's loaded network): its runs are other
     runs than the preset's (the file's digest keys them), and a missing file is one error line."""
-    from hplsim.presets import get_preset
+    from hplsim.presets import dahu
     from hplsim.sweep.plan import make_plan
 
     dv = load_benchmark("dahu_validation.py", "dahu_validation_benchmark")
     xml = tmp_path / "lo3.xml"
-    published = get_preset("dahu").platform.read_text()
+    published = dahu.PUBLISHED_PLATFORM_XML.read_text()
     xml.write_text(published.replace('loopback_bw="18.348422228142724GBps"', 'loopback_bw="3.07GBps"'))
     assert xml.read_text() != published
     specs = [dv.sweep_spec([50000], [1], ["stochastic"], "arrived", "b", x) for x in (None, xml)]

@@ -29,7 +29,7 @@ def flows(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def platforms(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("platforms")
-    published = dahu.PLATFORM_XML.read_text()
+    published = dahu.PUBLISHED_PLATFORM_XML.read_text()
     files = {"published": published, "loaded": dahu.loaded_platform_xml(published)}
     for name, text in files.items():
         (d / f"{name}.xml").write_text(text)

@@ -12,7 +12,14 @@ from helpers import run_cli
 
 def test_shipped_model_is_the_conversion_of_the_published_csv(dahu_dir):
     assert model_to_dict(dahu.convert(dahu_dir)) == model_to_dict(load_model(dahu.MODEL_FILE))
-    assert dahu.PLATFORM_XML.read_text() == (dahu_dir / "dahu_platform.xml").read_text()
+    assert dahu.PUBLISHED_PLATFORM_XML.read_text() == (dahu_dir / "dahu_platform.xml").read_text()
+
+
+def test_the_preset_platform_is_the_published_one_with_the_loaded_network():
+    """E52: the preset runs the published platform with Dahu's network measured under load,
+    derived by one function (its rates: tests/test_loaded_network.py)."""
+    assert DEFAULT.platform == dahu.PLATFORM_XML
+    assert dahu.PLATFORM_XML.read_text() == dahu.loaded_platform_xml(dahu.PUBLISHED_PLATFORM_XML.read_text())
 
 
 def test_every_rank_gets_its_cpu_model(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ H=${HPLSIM:-hplsim}  # PYTHON: the interpreter hplsim is installed in (default: 
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/e41}
 mkdir -p "$OUT" && cd "$OUT"
-XML=$(${PYTHON:-python} -c 'from hplsim.presets import get_preset; print(get_preset("dahu").platform)')
+XML=$(${PYTHON:-python} -c 'from hplsim.presets import dahu; print(dahu.PUBLISHED_PLATFORM_XML)')
 sed 's/loopback_bw="[^"]*"/loopback_bw="6GBps"/' "$XML" > lo6.xml
 sed 's/ bw="12.5GBps"/ bw="400GBps"/' "$XML" > wide.xml
 $H predict --preset dahu -N 250000 --bcast 2 --depth 0 --swap 0 --seed 1 --json > preset-d0.json

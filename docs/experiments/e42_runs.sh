@@ -10,7 +10,7 @@ PY=${PYTHON:-python}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/e42}
 mkdir -p "$OUT" && cd "$OUT"
-XML=$($PY -c 'from hplsim.presets import get_preset; print(get_preset("dahu").platform)')
+XML=$($PY -c 'from hplsim.presets import dahu; print(dahu.PUBLISHED_PLATFORM_XML)')
 MODEL=${XML%platform.xml}model.yaml
 sed 's/ bw="12.5GBps"/ bw="400GBps"/' "$XML" > wide.xml
 $PY "$HERE/model_variants.py" nonoise "$MODEL" nonoise.yaml

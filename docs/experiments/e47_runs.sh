@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/e47}
 GAMMA=${GAMMA:-1250}
 mkdir -p "$OUT" && cd "$OUT"
-XML=$($PY -c 'from hplsim.presets import get_preset; print(get_preset("dahu").platform)')
+XML=$($PY -c 'from hplsim.presets import dahu; print(dahu.PUBLISHED_PLATFORM_XML)')
 MODEL=${XML%platform.xml}model.yaml
 sed "s|<config id=\"General\">|<config id=\"General\">\n        <prop id=\"network/TCP-gamma\" value=\"$GAMMA\"/>|" "$XML" > cap.xml
 $PY "$HERE/model_variants.py" median "$MODEL" median.yaml

@@ -5,7 +5,7 @@ set -e
 H=${HPLSIM:-hplsim}  # PYTHON: the interpreter hplsim is installed in (default: python)
 OUT=${1:-/tmp/e49}
 mkdir -p "$OUT" && cd "$OUT"
-XML=$(${PYTHON:-python} -c 'from hplsim.presets import get_preset; print(get_preset("dahu").platform)')
+XML=$(${PYTHON:-python} -c 'from hplsim.presets import dahu; print(dahu.PUBLISHED_PLATFORM_XML)')
 sed -e 's|"smpi/async-small-thresh" value="8133"|"smpi/async-small-thresh" value="64000"|' \
     -e 's|"smpi/send-is-detached-thresh" value="8133"|"smpi/send-is-detached-thresh" value="64000"|' "$XML" > t64k.xml
 grep -c 'value="64000"' t64k.xml | grep -qx 2  # both thresholds replaced, or stop

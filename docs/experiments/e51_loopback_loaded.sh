@@ -18,7 +18,7 @@ mkdir -p "$OUT" && cd "$OUT"
 # both written by hplsim.presets.dahu.loaded_platform_xml from the published platform
 ${PYTHON:-python} - <<'PY'
 from hplsim.presets import dahu
-published = dahu.PLATFORM_XML.read_text()
+published = dahu.PUBLISHED_PLATFORM_XML.read_text()
 open("lo3.xml", "w").write(dahu.loaded_platform_xml(published, per_flow_cap=False))
 open("lo3cap.xml", "w").write(dahu.loaded_platform_xml(published))
 PY

@@ -1,5 +1,6 @@
 """Built-in platforms and models. The default one is Dahu (Grid'5000): the published
-platform with 32 ranks per node and the published per-CPU models, converted to our format.
+platform with its network as measured under HPL's load (docs/validation.md E52), 32 ranks
+per node, and the published per-CPU models, converted to our format.
 Stampede (TACC, 2013) is the HPL-on-SMPI paper's own supercomputer-scale case
 (docs/presets.md)."""
 
@@ -39,7 +40,8 @@ class Preset:
 PRESETS = {
     "dahu": Preset(
         "dahu", dahu.PLATFORM_XML, dahu.MODEL_FILE, dahu.validation_config, dahu.RANKS_PER_NODE,
-        "Dahu, 32 nodes x 32 cores (1,024 ranks), published per-CPU dgemm models; "
+        "Dahu, 32 nodes x 32 cores (1,024 ranks), the published platform with its network measured under load, "
+        "published per-CPU dgemm models; "
         "HPL parameters of the 2019 validation runs (N given by the user)",
         # Open MPI 2.0.2's cm over PSM2 (Omni-Path): a probe is one probe late for a message
         # from another node, not for one from the same node (docs/validation.md E39). On the

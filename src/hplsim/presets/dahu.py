@@ -1,8 +1,11 @@
-"""The Dahu preset: the published Dahu platform, per-CPU dgemm models and other kernels
-(``../shared/data/dahu``, from the HPL-on-SMPI authors), converted to our formats.
+"""The Dahu preset: the published Dahu platform with its network as measured under HPL's
+load, and the published per-CPU dgemm models and other kernels (``../shared/data/dahu``,
+from the HPL-on-SMPI authors), converted to our formats.
 
-The converted files ship in ``hplsim/data/dahu``; `convert` regenerates them from the
-published CSVs and a test checks that the shipped copy is exactly that conversion.
+The files ship in ``hplsim/data/dahu``: the published platform as published
+(`PUBLISHED_PLATFORM_XML`), the preset's (`PLATFORM_XML`, `loaded_platform_xml` of the
+published one: docs/validation.md E51, E52) and the converted models. Running this module
+regenerates them; tests check that each shipped copy is exactly its derivation.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from hplsim.hpl.config import HplConfig
 from hplsim.models.modelfile import HostModel, KernelModel, ModelFile, Polynomial, KERNEL_VARIABLES, save_model
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "dahu"
-PLATFORM_XML = DATA / "platform.xml"
+#: the published platform file, byte for byte (its network: Dahu's idle calibration)
+PUBLISHED_PLATFORM_XML = DATA / "platform.xml"
+#: the preset's platform: the published one with the network measured under load (E52)
+PLATFORM_XML = DATA / "platform-loaded.xml"
 MODEL_FILE = DATA / "model.yaml"
 NODES = 32
 RANKS_PER_NODE = 32
@@ -106,7 +112,7 @@ def loaded_platform_xml(published: str, per_flow_cap: bool = True) -> str:
     the link's 12.5 GB/s to share among many (a bandwidth factor would scale the shared
     rate instead, E46); the loopback's zero latency leaves it unbounded.
 
-    >>> xml = loaded_platform_xml(PLATFORM_XML.read_text())
+    >>> xml = loaded_platform_xml(PUBLISHED_PLATFORM_XML.read_text())
     >>> 'loopback_bw="3.07GBps"' in xml, '"network/TCP-gamma" value="1601"' in xml
     (True, True)
     """
@@ -158,4 +164,5 @@ if __name__ == "__main__":  # regenerate the shipped copy: python -m hplsim.pres
     src = Path(sys.argv[1])
     DATA.mkdir(parents=True, exist_ok=True)
     save_model(convert(src), MODEL_FILE)
-    shutil.copyfile(src / "dahu_platform.xml", PLATFORM_XML)
+    shutil.copyfile(src / "dahu_platform.xml", PUBLISHED_PLATFORM_XML)
+    PLATFORM_XML.write_text(loaded_platform_xml(PUBLISHED_PLATFORM_XML.read_text()))
