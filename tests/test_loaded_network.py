@@ -27,13 +27,10 @@ def flows(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def platforms(tmp_path_factory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("platforms")
-    published = dahu.PUBLISHED_PLATFORM_XML.read_text()
-    files = {"published": published, "loaded": dahu.loaded_platform_xml(published)}
-    for name, text in files.items():
-        (d / f"{name}.xml").write_text(text)
-    return {name: d / f"{name}.xml" for name in files}
+def platforms() -> dict[str, Path]:
+    """The shipped files: the preset's is `loaded_platform_xml` of the published one
+    (tests/test_presets.py)."""
+    return {"published": dahu.PUBLISHED_PLATFORM_XML, "loaded": dahu.PLATFORM_XML}
 
 
 def _seconds(flows: Path, platform: Path, k: int, same_node: bool, size: int, tmp: Path) -> list[float]:

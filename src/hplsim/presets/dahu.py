@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hplsim.hpl.config import HplConfig
 from hplsim.models.modelfile import HostModel, KernelModel, ModelFile, Polynomial, KERNEL_VARIABLES, save_model
+from hplsim.platform.spec import bandwidth, duration
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "dahu"
 #: the published platform file, byte for byte (its network: Dahu's idle calibration)
@@ -117,8 +118,8 @@ def loaded_platform_xml(published: str, per_flow_cap: bool = True) -> str:
     (True, True)
     """
     bw_factor = _last_piece(_one(r'<prop id="smpi/bw-factor" value="([^"]*)"', published))
-    link_bw = _gbps(_one(r'<cluster [^>]*\bbw="([^"]*)"', published))
-    route_latency = 2 * _microseconds(_one(r'<cluster [^>]*\blat="([^"]*)"', published)) * 1e-6
+    link_bw = bandwidth(_one(r'<cluster [^>]*\bbw="([^"]*)"', published), "the cluster's bw")
+    route_latency = 2 * duration(_one(r'<cluster [^>]*\blat="([^"]*)"', published), "the cluster's lat")
     if "network/TCP-gamma" in published:
         raise ValueError("the platform sets network/TCP-gamma already")
     loopback = f"{1 / LOADED_LOOPBACK_S_PER_BYTE / bw_factor / 1e9:.3g}GBps"
@@ -135,18 +136,6 @@ def _one(pattern: str, text: str) -> str:
     if len(found) != 1:
         raise ValueError(f"expected one match of {pattern!r} in the platform, found {len(found)}")
     return found[0]
-
-
-def _gbps(value: str) -> float:
-    if not value.endswith("GBps"):
-        raise ValueError(f"expected a bandwidth in GBps, got {value!r}")
-    return float(value[:-4]) * 1e9
-
-
-def _microseconds(value: str) -> float:
-    if not value.endswith("us"):
-        raise ValueError(f"expected a latency in us, got {value!r}")
-    return float(value[:-2])
 
 
 def validation_config(n: int) -> HplConfig:
