@@ -1,8 +1,9 @@
-"""Dahu's network under load (docs/validation.md E51), as SMPI runs it: the derived
+"""Dahu's network under load (docs/validation.md E51, E53), as SMPI runs it: the derived
 platform's transfers, timed in simulated time by a small MPI program (tests/csrc/flows.c),
-move at the rates the authors' 2020 calibration measured, and a node's link is still
-shared among many flows. Rates are slopes between two message sizes, so latencies, the
-barrier and MPI_Wtime's own cost cancel."""
+move at the rates the authors' 2020 calibration measured, a node's link is still shared
+among many flows, and a message above the eager threshold pays the measured per-message
+cost. Rates are slopes between two message sizes, so latencies, the barrier and
+MPI_Wtime's own cost cancel; per-message costs are differences between two platforms."""
 
 from __future__ import annotations
 
@@ -46,6 +47,17 @@ def _seconds(flows: Path, platform: Path, k: int, same_node: bool, size: int, tm
     return times
 
 
+def _one_message(flows: Path, platform: Path, same_node: bool, size: int, tmp: Path) -> float:
+    """One message's time with SMPI's own computation benchmarking off: exact, so that two
+    platforms' times can be subtracted."""
+    (tmp / "hostfile").write_text("dahu-0.grid5000.fr\n" + ("dahu-0" if same_node else "dahu-1") + ".grid5000.fr\n")
+    out = subprocess.run(["smpirun", "-np", "2", "-platform", str(platform), "-hostfile", str(tmp / "hostfile"),
+                          "--cfg=smpi/simulate-computation:no", "--log=root.thres:error", str(flows), str(size)],
+                         capture_output=True, text=True, timeout=120, cwd=tmp)
+    assert out.returncode == 0, out.stderr
+    return float(next(line for line in out.stdout.splitlines() if line.startswith("recv ")).split()[2])
+
+
 def _rate(flows: Path, platform: Path, k: int, same_node: bool, tmp: Path) -> float:
     """The flows' rate (B/s) when k run at once: each receiver's slope between the two
     sizes, which must agree."""
@@ -61,14 +73,15 @@ def _bw_factor(platform: Path) -> float:
     return float(value.split('value="')[1].rstrip('"/> ').split(";")[-1].split(":")[1])
 
 
-def test_the_loaded_platform_changes_only_the_loopback_and_the_per_flow_cap(platforms):
+def test_the_loaded_platform_changes_only_the_loopback_the_latencies_and_the_per_flow_cap(platforms):
     published = platforms["published"].read_text().splitlines()
     loaded = platforms["loaded"].read_text().splitlines()
     changed = [line for line in difflib.ndiff(published, loaded) if line[:1] in "+-"]
-    assert len([c for c in changed if c.startswith("-")]) == 1  # the cluster's line
+    assert len([c for c in changed if c.startswith("-")]) == 2  # the cluster's line, the latency factors
     added = [c for c in changed if c.startswith("+")]
-    assert len(added) == 2 and any("network/TCP-gamma" in c for c in added)
-    assert any("loopback_bw=" in c for c in added)
+    assert len(added) == 3 and any("network/TCP-gamma" in c for c in added)
+    assert any("loopback_bw=" in c and "loopback_lat=" in c for c in added)
+    assert any("smpi/lat-factor" in c for c in added)
 
 
 def test_within_a_node_one_transfer_moves_at_the_loaded_rate(flows, platforms, tmp_path):
@@ -91,3 +104,24 @@ def test_between_nodes_one_flow_is_capped_and_many_still_share_the_link(flows, p
     # the published platform: one flow takes the whole link
     assert _rate(flows, platforms["published"], 1, False, tmp_path) == pytest.approx(
         LINK * _bw_factor(platforms["published"]), rel=0.005)
+
+
+def test_a_message_above_the_eager_threshold_pays_the_loaded_per_message_cost(flows, platforms, tmp_path):
+    """E53: against the same platform without the intercepts, a message from 8 kB on takes
+    the loaded per-message cost more (between nodes, less the published latency it
+    replaces); one below the threshold takes the same time."""
+    without = tmp_path / "without.xml"
+    without.write_text(dahu.loaded_platform_xml(platforms["published"].read_text(), intercepts=False))
+
+    def extra(size: int, same_node: bool) -> float:
+        return (_one_message(flows, platforms["loaded"], same_node, size, tmp_path)
+                - _one_message(flows, without, same_node, size, tmp_path))
+
+    route = 0.2e-6  # 2 x the cluster's 0.1 us
+    published_factor = {8133: 29.84698135078078, 63305: 129.24904864614737}
+    for size, start in ((12_000, 8133), (1_000_000, 63305)):
+        assert extra(size, False) == pytest.approx(
+            dahu.LOADED_REMOTE_INTERCEPTS[start] - route * published_factor[start], rel=1e-3)
+    assert extra(1_000_000, True) == pytest.approx(dahu.LOADED_LOOPBACK_INTERCEPT, rel=1e-3)
+    for same_node in (True, False):
+        assert abs(extra(4_000, same_node)) < 0.1e-6
