@@ -101,6 +101,25 @@ def test_stale_folders_of_dead_processes_are_removed_live_ones_kept(tmp_path):
     assert not stale.exists() and live.exists() and other.exists()
 
 
+def test_a_folder_whose_owner_is_a_zombie_is_stale(tmp_path):
+    """A killed sweep's workers are zombies until reaped (test_kill's sweep-KILL failed once
+    on a loaded machine: the next start kept their folders)."""
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    try:
+        for _ in range(100):  # it exits, and nobody reaps it yet
+            if processes._zombie(child):
+                break
+            time.sleep(0.01)
+        assert processes._zombie(child) and processes._alive(child)
+        left = tmp_path / f"hplsim-run-{child}-abcd"
+        left.mkdir()
+        assert processes.clean_stale_dirs(tmp_path) == [left]
+    finally:
+        os.waitpid(child, 0)
+
+
 def test_a_run_dir_goes_however_the_block_ends(tmp_path):
     with pytest.raises(KeyError):
         with processes.run_dir("run", tmp_path) as folder:

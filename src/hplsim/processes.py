@@ -276,11 +276,21 @@ def _started_at(pid: int) -> float | None:
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _zombie(pid: int) -> bool:
+    """Whether `pid` has exited and waits to be reaped: a killed run's workers stay so until
+    their new parent reaps them, which a loaded machine's init can take its time to do."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _owner_alive(pid: int, touched_at: float) -> bool:
     """Whether the process that made a folder still runs: a process with its pid that started
     after the folder was last changed is another one (pids wrap at pid_max, 32,768 here, and
-    a folder whose owner was killed was kept for a newcomer with its pid)."""
-    if not _alive(pid):
+    a folder whose owner was killed was kept for a newcomer with its pid); a zombie runs no
+    more."""
+    if not _alive(pid) or _zombie(pid):
         return False
     started = _started_at(pid)
     return started is None or started <= touched_at + 1.0  # btime and ticks: to the second
