@@ -264,25 +264,32 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command's parentheses (field 3 on); None if
+    unknown."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def _started_at(pid: int) -> float | None:
     """When process `pid` started (seconds since the epoch), from /proc; None if unknown."""
+    stat = _stat(pid)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
         boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
                     if line.startswith("btime "))
-    except (OSError, StopIteration, ValueError, IndexError):
+        ticks = float(stat[19])  # field 22
+    except (OSError, StopIteration, ValueError, IndexError, TypeError):
         return None
-    ticks = float(stat.rsplit(")", 1)[1].split()[19])  # field 22, after the command's parentheses
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _zombie(pid: int) -> bool:
     """Whether `pid` has exited and waits to be reaped: a killed run's workers stay so until
     their new parent reaps them, which a loaded machine's init can take its time to do."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
+    stat = _stat(pid)
+    return stat is not None and stat[:1] == ["Z"]
 
 
 def _owner_alive(pid: int, touched_at: float) -> bool:
