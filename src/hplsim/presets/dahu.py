@@ -140,30 +140,30 @@ def loaded_platform_xml(published: str, per_flow_cap: bool = True, intercepts: b
     gamma = round(LOADED_REMOTE_SHARE * link_bw / bw_factor * 2 * route_latency)
     xml = re.sub(r'loopback_bw="[^"]*"', f'loopback_bw="{loopback}"', published, count=1)
     if intercepts:
-        xml = _with_intercepts(xml, route_latency)
-        loopback_latency = duration(_one(r'loopback_lat="([^"]*)"', xml), "the loopback's lat")
+        # one lat-factor for every route: the loopback's latency makes its MB-sized piece exact
+        mb_piece = LOADED_REMOTE_INTERCEPTS[max(LOADED_REMOTE_INTERCEPTS)]
+        loopback_latency = LOADED_LOOPBACK_INTERCEPT / mb_piece * route_latency
         if per_flow_cap and gamma / (2 * loopback_latency) <= 1 / LOADED_LOOPBACK_S_PER_BYTE / bw_factor:
             raise ValueError("the loopback's latency would cap its transfers below the loaded rate")
+        xml = _with_intercepts(xml, route_latency, loopback_latency)
     if not per_flow_cap:
         return xml
     return xml.replace('<config id="General">',
                        f'<config id="General">\n        <prop id="network/TCP-gamma" value="{gamma}"/>', 1)
 
 
-def _with_intercepts(xml: str, route_latency: float) -> str:
+def _with_intercepts(xml: str, route_latency: float, loopback_latency: float) -> str:
     """`xml` with the loaded per-message costs as latencies. SimGrid 3.32 has one
     ``smpi/lat-factor`` for every route, which multiplies the route's latency: 2 x the
-    cluster's lat between nodes, the loopback's lat within one. So the remote pieces are
-    exact, and the loopback's latency is set so that its MB-sized piece is; below 64 kB
-    the loopback then pays 53-64 us, where the benchmark's 8-16 kB loopback paid none."""
+    cluster's lat between nodes, `loopback_latency` within one. So the remote pieces are
+    exact, and the loopback's MB-sized piece; below 64 kB the loopback then pays 53-64 us,
+    where the benchmark's 8-16 kB loopback paid none."""
     factors = _one(r'<prop id="smpi/lat-factor" value="([^"]*)"', xml)
     pieces = [piece.split(":") for piece in factors.split(";")]
     if sorted(int(start) for start, _ in pieces if int(start) in LOADED_REMOTE_INTERCEPTS) != sorted(LOADED_REMOTE_INTERCEPTS):
         raise ValueError("the platform's smpi/lat-factor does not have the published breakpoints")
     new = ";".join(f"{start}:{LOADED_REMOTE_INTERCEPTS[int(start)] / route_latency:.6g}"
                    if int(start) in LOADED_REMOTE_INTERCEPTS else f"{start}:{factor}" for start, factor in pieces)
-    last = max(LOADED_REMOTE_INTERCEPTS)
-    loopback_latency = LOADED_LOOPBACK_INTERCEPT / LOADED_REMOTE_INTERCEPTS[last] * route_latency
     xml = xml.replace(f'"smpi/lat-factor" value="{factors}"', f'"smpi/lat-factor" value="{new}"', 1)
     return re.sub(r'loopback_lat="[^"]*"', f'loopback_lat="{loopback_latency * 1e6:.4g}us"', xml, count=1)
 
