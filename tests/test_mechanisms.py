@@ -165,8 +165,8 @@ def test_panels_fold_on_a_wide_grid(bcast, monkeypatch):
 
 # E42, E54: the 2019 model's CPUs of nodes 13-16 (the cooling problem of 2019, fixed on
 # 2019-11-27, before the factorial's runs) are 6-22 % slower than the median CPU and their
-# calls' noise is 4-14 % of the mean. On Dahu's median CPUs DEPTH 0 and longM are within
-# 2.1 % of the machine's ratios; on the 2019 CPUs -5.4 and -6.1 %.
+# calls' noise is 4-14 % of the mean. On Dahu's median CPUs 2,128,0,0 and longM are within
+# 2.1 % of the machine's ratios; on the 2019 CPUs -3.9 and -6.1 %.
 NOISY_HOST = "dahu-12.grid5000.fr"  # node 13; its CPU 0 is the 2019 model's noisiest
 
 
