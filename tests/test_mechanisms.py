@@ -13,7 +13,7 @@ from hplsim.emulate.trace import TraceRequest, read_trace
 from hplsim.hpl.config import HplConfig
 from hplsim.platform.spec import load_platform
 from hplsim.predict import ModelSource, predict
-from hplsim.presets import DEFAULT
+from hplsim.presets import DEFAULT, dahu
 
 # E29's slice: one process row per node (row-major grid, block placement), as on Dahu;
 # a narrow link so that the current row's sends of U matter at a small N. N = 6,000 (4.9 s
@@ -201,3 +201,32 @@ def test_a_noisy_cpus_fresh_draws_cost_depth_0_more_than_depth_1(tmp_path):
     assert gflops[True, 1] < 0.98 * gflops[False, 1], gflops  # the noise costs DEPTH 1 too
     ratio = {noise: gflops[noise, 0] / gflops[noise, 1] for noise in (False, True)}
     assert ratio[True] < ratio[False] - 0.01, ratio
+
+
+# E55: the loaded per-message cost of E53 (144-176 us for a message above 8 kB between
+# nodes) against the spread-roll's roll, whose P - 1 messages per panel go one after the
+# other. A column of 16 nodes, two ranks each, the pieces of U 128 kB (8 rows x 2,000
+# columns): above the eager threshold as on Dahu (250 kB at N = 250,000).
+def _roll_against_binary_exchange(tmp_path: Path, xml: str) -> float:
+    path = tmp_path / "platform.xml"
+    path.write_text(xml)
+    platform = load_platform(path, ranks_per_host=2)
+    gflops = {}
+    for swap in (0, 1):
+        config = HplConfig(n=4000, nb=128, p=16, q=2, pfact=1, rfact=2, bcast=2, depth=0, swap=swap)
+        gflops[swap] = predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=1).gflops
+    return gflops[1] / gflops[0]
+
+
+def test_the_per_message_cost_turns_the_spread_rolls_gain_without_look_ahead_into_a_loss(tmp_path):
+    """E55: without look-ahead the spread-roll moves fewer bytes over a node's link than the
+    binary exchange and beats it, as on the machine (Dahu, 2,128,0,1 against 2,128,0,0:
+    +3.3 %). The preset's per-message cost charges each of the roll's 15 serial messages
+    per panel here (31 on Dahu) against the binary exchange's 4 (5): the roll loses. On the
+    slice spread-roll / binary exchange is 1.047 without the cost and 0.671 with it; on
+    Dahu at N = 250,000, 1.014 and 0.978 (the machine 1.033)."""
+    published = dahu.PUBLISHED_PLATFORM_XML.read_text()
+    without = _roll_against_binary_exchange(tmp_path, dahu.loaded_platform_xml(published, intercepts=False))
+    with_cost = _roll_against_binary_exchange(tmp_path, dahu.PLATFORM_XML.read_text())
+    assert without > 1.0, without
+    assert with_cost < without - 0.2, (without, with_cost)
