@@ -211,10 +211,11 @@ def _roll_against_binary_exchange(tmp_path: Path, xml: str) -> float:
     path = tmp_path / "platform.xml"
     path.write_text(xml)
     platform = load_platform(path, ranks_per_host=2)
+    model = ModelSource.from_path(DEFAULT.model)
     gflops = {}
     for swap in (0, 1):
         config = HplConfig(n=4000, nb=128, p=16, q=2, pfact=1, rfact=2, bcast=2, depth=0, swap=swap)
-        gflops[swap] = predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=1).gflops
+        gflops[swap] = predict(config, platform, model, seed=1).gflops
     return gflops[1] / gflops[0]
 
 
