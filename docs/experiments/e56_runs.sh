@@ -22,5 +22,6 @@ P="--seed 1 --json"
 (
   $H predict --preset dahu --platform "$OUT/remote_only.xml" -N 50000 $P > "$OUT/ro_50k.json"
   $H predict --preset dahu -N 250000 --bcast 5 --depth 1 --swap 1 $P > "$OUT/p5,1,1.json"
+  $H predict --preset dahu -N 250000 --bcast 3 --depth 1 --swap 0 $P > "$OUT/p3,1,0.json"
 ) &
 wait
