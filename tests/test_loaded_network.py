@@ -36,9 +36,9 @@ def platforms() -> dict[str, Path]:
 
 def _seconds(flows: Path, platform: Path, k: int, same_node: bool, size: int, tmp: Path) -> list[float]:
     """k senders on dahu-0, k receivers on dahu-0 (same_node) or dahu-1; each receive's time.
-    SMPI's computation benchmarking is off: on, the microseconds of real time between the
-    calls count as simulated time, and a busy host (another job on the other core) moved a
-    slope by 0.7 %."""
+    SMPI's computation benchmarking is off, so the times are exact: two platforms' times
+    can be subtracted, and a busy host cannot move a slope (with it on, the microseconds of
+    real time between the calls counted as simulated time and moved one by 0.7 %)."""
     hosts = ["dahu-0.grid5000.fr"] * k + [("dahu-0" if same_node else "dahu-1") + ".grid5000.fr"] * k
     (tmp / "hostfile").write_text("\n".join(hosts) + "\n")
     out = subprocess.run(["smpirun", "-np", str(2 * k), "-platform", str(platform), "-hostfile", str(tmp / "hostfile"),
@@ -48,17 +48,6 @@ def _seconds(flows: Path, platform: Path, k: int, same_node: bool, size: int, tm
     times = [float(line.split()[2]) for line in out.stdout.splitlines() if line.startswith("recv ")]
     assert len(times) == k
     return times
-
-
-def _one_message(flows: Path, platform: Path, same_node: bool, size: int, tmp: Path) -> float:
-    """One message's time with SMPI's own computation benchmarking off: exact, so that two
-    platforms' times can be subtracted."""
-    (tmp / "hostfile").write_text("dahu-0.grid5000.fr\n" + ("dahu-0" if same_node else "dahu-1") + ".grid5000.fr\n")
-    out = subprocess.run(["smpirun", "-np", "2", "-platform", str(platform), "-hostfile", str(tmp / "hostfile"),
-                          "--cfg=smpi/simulate-computation:no", "--log=root.thres:error", str(flows), str(size)],
-                         capture_output=True, text=True, timeout=120, cwd=tmp)
-    assert out.returncode == 0, out.stderr
-    return float(next(line for line in out.stdout.splitlines() if line.startswith("recv ")).split()[2])
 
 
 def _rate(flows: Path, platform: Path, k: int, same_node: bool, tmp: Path) -> float:
@@ -125,8 +114,8 @@ def test_a_message_above_the_eager_threshold_pays_the_loaded_per_message_cost(fl
     without.write_text(dahu.loaded_platform_xml(platforms["published"].read_text(), intercepts=False))
 
     def extra(size: int, same_node: bool) -> float:
-        return (_one_message(flows, platforms["loaded"], same_node, size, tmp_path)
-                - _one_message(flows, without, same_node, size, tmp_path))
+        return (_seconds(flows, platforms["loaded"], 1, same_node, size, tmp_path)[0]
+                - _seconds(flows, without, 1, same_node, size, tmp_path)[0])
 
     route = 0.2e-6  # 2 x the cluster's 0.1 us
     published_factor = _factors(platforms["published"], "smpi/lat-factor")
