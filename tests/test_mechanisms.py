@@ -4,8 +4,10 @@ change of the network model or of the emulation that moves them shows here first
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -207,15 +209,19 @@ def test_a_noisy_cpus_fresh_draws_cost_depth_0_more_than_depth_1(tmp_path):
 # nodes) against the spread-roll's roll, whose P - 1 messages per panel go one after the
 # other. A column of 16 nodes, two ranks each, the pieces of U 128 kB (8 rows x 2,000
 # columns): above the eager threshold as on Dahu (250 kB at N = 250,000).
-def _roll_against_binary_exchange(tmp_path: Path, xml: str) -> float:
+def _roll_against_binary_exchange(tmp_path: Path, xml: str, q: int = 2, n: int = 4000, depth: int = 0,
+                                  bcast: int = 2, trace: Path | None = None) -> float:
+    """Spread-roll / binary exchange on a column of 16 nodes of `q` ranks each; `trace`
+    records the roll's first 30 panels."""
     path = tmp_path / "platform.xml"
     path.write_text(xml)
-    platform = load_platform(path, ranks_per_host=2)
+    platform = load_platform(path, ranks_per_host=q)
     model = ModelSource.from_path(DEFAULT.model)
     gflops = {}
     for swap in (0, 1):
-        config = HplConfig(n=4000, nb=128, p=16, q=2, pfact=1, rfact=2, bcast=2, depth=0, swap=swap)
-        gflops[swap] = predict(config, platform, model, seed=1).gflops
+        config = HplConfig(n=n, nb=128, p=16, q=q, pfact=1, rfact=2, bcast=bcast, depth=depth, swap=swap)
+        request = TraceRequest(trace, panels=30) if trace and swap == 1 else None
+        gflops[swap] = predict(config, platform, model, seed=1, trace=request).gflops
     return gflops[1] / gflops[0]
 
 
@@ -231,3 +237,62 @@ def test_the_per_message_cost_turns_the_spread_rolls_gain_without_look_ahead_int
     with_cost = _roll_against_binary_exchange(tmp_path, dahu.PLATFORM_XML.read_text())
     assert without > 1.0, without
     assert with_cost < without - 0.2, (without, with_cost)
+
+
+# E57: with look-ahead the row swaps of the rest of the matrix run while the next panel's
+# broadcast travels along the node's ranks, and HPL_rollT probes it after each of its P - 1
+# steps (HPL_pdlaswp00T after each of its log2 P). A rank that finds the panel receives it
+# and forwards it to the next rank of its row before its next roll step, and its column's
+# neighbours, one send away in the roll, wait for it. 16 nodes x 8 ranks, N = 8,000: the
+# panel 512 kB, a roll step's node traffic 512 kB, as on Dahu a hop of the panel takes
+# several roll steps at the loaded rate (8 MB at 3 GB/s against 8 MB per step at 12.5 GB/s).
+def _roll_and_binary_exchange_with_look_ahead(tmp_path: Path, loopback: str, bcast: int = 2) -> tuple[float, Path]:
+    published = dahu.PUBLISHED_PLATFORM_XML.read_text()
+    xml = dahu.loaded_platform_xml(published, intercepts=False)
+    if loopback == "idle":
+        xml = re.sub(r'loopback_bw="[^"]*"', re.search(r'loopback_bw="[^"]*"', published)[0], xml, count=1)
+    trace = tmp_path / f"trace-{loopback}-{bcast}"
+    return _roll_against_binary_exchange(tmp_path, xml, q=8, n=8000, depth=1, bcast=bcast, trace=trace), trace
+
+
+def _forwarding_inside_the_roll(trace: Path) -> tuple[float, float]:
+    """Per rank and panel (5-24), the seconds of the broadcast's receives and sends made
+    inside a swap (the rank's calls before and after them are the swap's), and the swaps'
+    MPI waiting."""
+    events = read_trace(trace).events
+    events = events[(events.panel >= 5) & (events.panel < 25)].sort_values(["rank", "start_s"])
+    forwarded = 0.0
+    for _, rank in events.groupby("rank"):
+        others = rank[rank.phase != "bcast"]
+        hops = rank[(rank.phase == "bcast") & rank.name.isin(["MPI_Send", "MPI_Recv"])]
+        at = np.searchsorted(others.start_s.to_numpy(), hops.start_s.to_numpy())
+        swap = (others.phase == "swap").to_numpy()
+        nested = (at > 0) & (at < len(others))
+        nested[nested] &= swap[at[nested] - 1] & swap[at[nested]]
+        forwarded += float((hops.end_s - hops.start_s).to_numpy()[nested].sum())
+    per = 1 / (events["rank"].nunique() * 20)
+    waiting = events[(events.phase == "swap") & (events.kind == "mpi")].wait_s.sum()
+    return forwarded * per, float(waiting * per)
+
+
+def test_with_look_ahead_the_roll_forwards_the_next_panel_between_its_steps(tmp_path):
+    """E57: on the machine the spread-roll loses to the binary exchange with look-ahead and a
+    ring broadcast (Dahu, BCAST 0-3: 0.920-0.929) and gains without look-ahead (1.018-1.033)
+    or with a long broadcast, which HPL runs whole before the swap (BCAST 4, 5: 1.118,
+    1.077). The emulation does the same: with look-ahead the roll's serial steps carry the
+    forwarding of the next panel, so a slower intra-node hop costs the roll more than the
+    binary exchange. On the slice, with 2ring, roll / binary exchange is 0.968 at the loaded
+    3.07 GB/s and 0.993 at the idle ping-pong's rate; the broadcast's calls inside the roll
+    take 0.107 ms per rank and panel against 0.053, and the roll's waiting grows by more
+    than their difference (2.54 against 2.07 ms): a stalled rank holds up its column's
+    chain. With longM the roll gains (1.053), as without look-ahead (1.045)."""
+    loaded, trace_loaded = _roll_and_binary_exchange_with_look_ahead(tmp_path, "loaded")
+    idle, trace_idle = _roll_and_binary_exchange_with_look_ahead(tmp_path, "idle")
+    assert loaded < 1.0 and loaded < idle - 0.015, (loaded, idle)
+    forwarded_loaded, waiting_loaded = _forwarding_inside_the_roll(trace_loaded)
+    forwarded_idle, waiting_idle = _forwarding_inside_the_roll(trace_idle)
+    assert forwarded_idle > 0 and forwarded_loaded > 1.5 * forwarded_idle, (forwarded_idle, forwarded_loaded)
+    assert waiting_loaded > waiting_idle + 2e-4, (waiting_idle, waiting_loaded)
+    long_m, trace_long_m = _roll_and_binary_exchange_with_look_ahead(tmp_path, "loaded", bcast=5)
+    assert long_m > 1.0 and long_m > loaded + 0.05, (long_m, loaded)
+    assert _forwarding_inside_the_roll(trace_long_m)[0] == 0.0
