@@ -5,14 +5,9 @@
 # tests/test_mechanisms.py::test_the_per_message_cost_turns_the_spread_rolls_gain_without_look_ahead_into_a_loss.
 set -e
 H=${HPLSIM:-hplsim}
-PY=${PYTHON:-python}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/e55}
-mkdir -p "$OUT"
-# E52's platform: the preset's without the per-message cost, byte for byte the file E52 ran
-$PY -c 'from hplsim.presets import dahu; print(dahu.loaded_platform_xml(dahu.PUBLISHED_PLATFORM_XML.read_text(), intercepts=False), end="")' > "$OUT/e52.xml"
-XML=$($PY -c 'from hplsim.presets import dahu; print(dahu.PUBLISHED_PLATFORM_XML)')
-$PY "$HERE/model_variants.py" median "${XML%platform.xml}model.yaml" "$OUT/median.yaml"
+"$HERE/e52_median_inputs.sh" "$OUT"
 P="-N 250000 --seed 1 --json"
 (
   $H predict --preset dahu --bcast 0 --depth 0 --swap 1 $P > "$OUT/p0,0,1.json"

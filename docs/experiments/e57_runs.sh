@@ -5,13 +5,9 @@
 # tests/test_mechanisms.py::test_with_look_ahead_the_roll_forwards_the_next_panel_between_its_steps.
 set -e
 H=${HPLSIM:-hplsim}
-PY=${PYTHON:-python}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/e57}
-mkdir -p "$OUT"
-$PY -c 'from hplsim.presets import dahu; print(dahu.loaded_platform_xml(dahu.PUBLISHED_PLATFORM_XML.read_text(), intercepts=False), end="")' > "$OUT/e52.xml"
-XML=$($PY -c 'from hplsim.presets import dahu; print(dahu.PUBLISHED_PLATFORM_XML)')
-$PY "$HERE/model_variants.py" median "${XML%platform.xml}model.yaml" "$OUT/median.yaml"
+"$HERE/e52_median_inputs.sh" "$OUT"
 P="--preset dahu --platform $OUT/e52.xml --model $OUT/median.yaml -N 250000 --seed 1 --json"
 $H predict $P --bcast 2 --depth 1 --swap 1 > "$OUT/m52_2,1,1.json" &
 $H predict $P --bcast 5 --depth 1 --swap 1 > "$OUT/m52_5,1,1.json" &
