@@ -256,11 +256,12 @@ def _roll_and_binary_exchange_with_look_ahead(tmp_path: Path, loopback: str, bca
 
 
 def _forwarding_inside_the_roll(trace: Path) -> tuple[float, float]:
-    """Per rank and panel (5-24), the seconds of the broadcast's receives and sends made
-    inside a swap (the rank's calls before and after them are the swap's), and the swaps'
-    MPI waiting."""
+    """Per rank and panel (5-24: past the first panels' start, within the 30 traced), the
+    seconds of the broadcast's receives and sends made inside a swap (the rank's calls
+    before and after them are the swap's), and the swaps' MPI waiting."""
+    panels = range(5, 25)
     events = read_trace(trace).events
-    events = events[(events.panel >= 5) & (events.panel < 25)].sort_values(["rank", "start_s"])
+    events = events[events.panel.isin(panels)].sort_values(["rank", "start_s"])
     forwarded = 0.0
     for _, rank in events.groupby("rank"):
         others = rank[rank.phase != "bcast"]
@@ -270,7 +271,7 @@ def _forwarding_inside_the_roll(trace: Path) -> tuple[float, float]:
         nested = (at > 0) & (at < len(others))
         nested[nested] &= swap[at[nested] - 1] & swap[at[nested]]
         forwarded += float((hops.end_s - hops.start_s).to_numpy()[nested].sum())
-    per = 1 / (events["rank"].nunique() * 20)
+    per = 1 / (events["rank"].nunique() * len(panels))
     waiting = events[(events.phase == "swap") & (events.kind == "mpi")].wait_s.sum()
     return forwarded * per, float(waiting * per)
 
