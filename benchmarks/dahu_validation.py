@@ -16,6 +16,15 @@ build, so that a change to the emulation's C code starts a new one).
     .venv/bin/python benchmarks/dahu_validation.py                  # N = 50k, 100k, 250k, 500k
     .venv/bin/python benchmarks/dahu_validation.py --n 50000 75000 100000 --variants stochastic deterministic
     .venv/bin/python benchmarks/dahu_validation.py --jobs 2 --dry-run
+
+The machine moved (data README): the 2019-03 runs and the Sept 2020 runs with the cluster's
+cooling 'bad' sit at one level, the Sept 2020 'good' runs and the January 2020 factorial
+about 14 % above it. `--machine 2020-good` (or `2020-bad`) compares the same runs with the
+Sept 2020 means (hpl_cooling_2020.csv) and the authors' prediction of that time; with
+`--model` (e.g. E42's median CPUs, a stand-in for the 2020 machine's) it asks what a model
+of the factorial's machine does across N (docs/validation.md E58):
+
+    .venv/bin/python benchmarks/dahu_validation.py --machine 2020-good --model median.yaml -N 50000 100000 250000
 """
 
 from __future__ import annotations
@@ -48,7 +57,15 @@ VARIANTS = {"stochastic": {"name": "stochastic"}, "deterministic": {"name": "det
 WITHIN = 5.0  # %
 
 
-def reality(data: Path) -> pd.Series:
+MACHINES = {"2019-03": "the 2019-03 runs (hpl_reality.csv), the preset's models' machine",
+            "2020-bad": "Sept 2020, cooling 'bad' (hpl_cooling_2020.csv)",
+            "2020-good": "Sept 2020, cooling 'good' (hpl_cooling_2020.csv), the factorial's level"}
+
+
+def reality(data: Path, machine: str = "2019-03") -> pd.Series:
+    """The real runs' mean Gflops per N on `machine` (MACHINES)."""
+    if machine != "2019-03":
+        return _cooling(data, machine, "reality")
     df = pd.read_csv(data / "hpl_reality.csv")
     df = df[df.date == "2019-03"]
     df = df[~((df.matrix_size == 175000) & (df.gflops > 22000))]  # the two known outliers
@@ -60,10 +77,24 @@ def paper(data: Path, model: str) -> pd.Series:
     return df[df.model == model].groupby("matrix_size").gflops.mean()
 
 
+def authors(data: Path, machine: str = "2019-03") -> tuple[str, pd.Series]:
+    """The authors' prediction of `machine`'s runs, and its column's name: the paper's
+    D2_het for 2019-03, their prediction of Sept 2020 (models of that time) otherwise."""
+    if machine == "2019-03":
+        return "D2_het", paper(data, "D2_het")
+    return "authors", _cooling(data, machine, "simulation")
+
+
+def _cooling(data: Path, machine: str, mode: str) -> pd.Series:
+    df = pd.read_csv(data / "hpl_cooling_2020.csv")
+    df = df[(df["mode"] == mode) & (df.cooling == machine.removeprefix("2020-"))]
+    return df.groupby("matrix_size").gflops.mean()
+
+
 def sweep_spec(ns: list[int], seeds: list[int], variants: list[str], iprobe: str, build: str,
-               platform_xml: Path | None = None) -> SweepSpec:
+               platform_xml: Path | None = None, model: Path | None = None) -> SweepSpec:
     """The preset's HPL parameters at every N, its platform or `platform_xml` (with the
-    what-if on MPI_Iprobe when asked) and its model, noisy and/or not."""
+    what-if on MPI_Iprobe when asked) and its model or `model`, noisy and/or not."""
     preset = get_preset("dahu")
     hpl: dict = {k: [v] for k, v in preset.config(min(ns)).as_dict().items() if k not in ("p", "q", "n")}
     base = preset.config(min(ns))
@@ -73,7 +104,7 @@ def sweep_spec(ns: list[int], seeds: list[int], variants: list[str], iprobe: str
     if iprobe != "arrived":  # the published platform's (a variation would change nothing else)
         platform["variations"] = [{"name": f"iprobe {iprobe}", "iprobe_reports": iprobe}]
     doc = {"name": "dahu-validation", "hpl": hpl, "seeds": seeds, "platform": platform,
-           "model": {"path": str(preset.model), "variations": [VARIANTS[v] for v in variants]}}
+           "model": {"path": str(model.resolve() if model else preset.model), "variations": [VARIANTS[v] for v in variants]}}
     return parse_spec(doc, SOURCE, REPO, sweep_text(SOURCE, build, doc))
 
 
@@ -83,8 +114,8 @@ def _error(pred: float, ref: float) -> float:
 
 def summarise(rows: list[dict], real: pd.Series, d2: pd.Series) -> dict | None:
     """One variant's runs: per N the mean over its seeds, its error against the real mean;
-    the largest and the mean absolute error, and D2_het's mean absolute error on the same N.
-    None when no run is at an N with real runs."""
+    the largest and the mean absolute error, and the authors' (`d2`) mean absolute error on
+    the same N. None when no run is at an N with real runs."""
     per_n: dict[int, list[float]] = {}
     for r in rows:
         per_n.setdefault(r["n"], []).append(r["gflops"])
@@ -118,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="another platform file instead of the preset's (a what-if, e.g. the published one, "
                     "src/hplsim/data/dahu/platform.xml, with Dahu's idle network: docs/validation.md E52); "
                     "its runs are keyed apart from the preset's")
+    ap.add_argument("--model", type=Path, metavar="YAML",
+                    help="another model file instead of the preset's (a what-if, e.g. E42's median CPUs, "
+                         "docs/experiments/e52_median_inputs.sh); its runs are keyed apart from the preset's")
+    ap.add_argument("--machine", choices=list(MACHINES), default="2019-03",
+                    help="the real runs to compare with: " + "; ".join(f"{k}: {v}" for k, v in MACHINES.items())
+                         + " (default: %(default)s)")
     ap.add_argument("--jobs", type=int, default=1, help="simulations at once (default: 1)")
     ap.add_argument("--store", type=Path, metavar="PATH",
                     help="results store (the sweep's format); default results/dahu-validation-<emulated HPL "
@@ -135,11 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     seeds = list(dict.fromkeys(args.seeds))
     variants = list(dict.fromkeys(args.variants))
 
-    require_files(platform=args.platform)
+    require_files(platform=args.platform, model=args.model)
     data = reference_data(args.data)
-    real, d2 = reality(data), paper(data, "D2_het")
+    real = reality(data, args.machine)
+    theirs, d2 = authors(data, args.machine)
     build, store_path = prepare_store("dahu-validation", args.store, args.json, args.dry_run)
-    spec = sweep_spec(ns, seeds, variants, args.iprobe_reports, build, args.platform)
+    spec = sweep_spec(ns, seeds, variants, args.iprobe_reports, build, args.platform, args.model)
     with run_dir("plan") as tmp:  # a dry run writes nothing (the sweep writes its derived model again)
         plan = make_plan(spec, tmp if args.dry_run else work_dir(store_path), spec.timeout)
     if plan.invalid:
@@ -162,8 +200,9 @@ def main(argv: list[str] | None = None) -> int:
         stored_rows = {r["hash"]: r for r in store.runs() if r["hash"] in hashes}
 
     rows = []
-    print(f"{'N':>7} {'variant':>13} {'seed':>5} {'hplsim':>9} {'real':>9} {'error':>8} {'D2_het':>9} "
-          f"{'D2 error':>9} {'sim wall s':>11} {'PSS MB':>8}", flush=True)
+    print(f"real runs: {MACHINES[args.machine]}")
+    print(f"{'N':>7} {'variant':>13} {'seed':>5} {'hplsim':>9} {'real':>9} {'error':>8} {theirs:>9} "
+          f"{'D2 error' if theirs == 'D2_het' else 'their err':>9} {'sim wall s':>11} {'PSS MB':>8}", flush=True)
     for t in sorted(plan.tasks, key=lambda t: (t.variant, t.config.n, t.seed)):
         n, variant = t.config.n, plan.variants[t.variant].model_variation
         ref, paper_d2 = real.get(n, float("nan")), d2.get(n, float("nan"))
@@ -182,14 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     summaries = {v: summarise([r for r in rows if r["variant"] == v], real, d2) for v in variants}
     summaries = {v: s for v, s in summaries.items() if s}
     for variant, s in summaries.items():
-        d2_text = (f"; D2_het {s['paper_d2_mean_abs_error_pct']:.1f} % on the same N"
+        d2_text = (f"; {theirs} {s['paper_d2_mean_abs_error_pct']:.1f} % on the same N"
                    if s["paper_d2_mean_abs_error_pct"] is not None else "")
         print(f"{variant}: {s['within_5pct']} of {len(s['n'])} N within 5 %, largest |error| "
               f"{s['max_abs_error_pct']:.1f} % (N = {s['worst_n']:,}), mean |error| {s['mean_abs_error_pct']:.1f} %"
               f"{d2_text}")
     if args.json:
         write_json(args.json, {"rows": rows, "summary": summaries, "store": str(store_path), "build": build,
-                                "platform": str(args.platform) if args.platform else "builtin:dahu"},
+                                "platform": str(args.platform) if args.platform else "builtin:dahu",
+                                "model": str(args.model) if args.model else "builtin:dahu", "machine": args.machine},
                    "the figures (--json)")
     return 0 if len(rows) == len(plan.tasks) else 1
 

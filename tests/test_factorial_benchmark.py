@@ -258,6 +258,43 @@ def test_the_n_sweep_on_another_platform_is_a_what_if_keyed_apart(tmp_path):
     assert bad.stderr.strip().splitlines() == [f"hplsim: error: --platform {tmp_path / 'none.xml'}: no such file"]
 
 
+def test_the_n_sweep_against_the_2020_machine(dahu_dir, tmp_path):
+    """--machine compares the same runs with the Sept 2020 means (data README: 'bad' 21,067
+    and 'good' 23,802 at N = 250,000, the good one 14 % above 2019-03's 20,964) and the
+    authors' prediction of that time; --model keys the runs apart; a missing file is one
+    error line."""
+    from hplsim.presets import dahu
+    from hplsim.sweep.plan import make_plan
+
+    dv = load_benchmark("dahu_validation.py", "dahu_validation_benchmark")
+    good, bad = dv.reality(dahu_dir, "2020-good"), dv.reality(dahu_dir, "2020-bad")
+    assert (round(bad[250000]), round(good[250000])) == (21067, 23802)
+    assert good[250000] / dv.reality(dahu_dir)[250000] == pytest.approx(1.135, abs=0.001)
+    assert list(good.index) == list(bad.index) and len(good) == 13 and (good > bad).all()
+    name, theirs = dv.authors(dahu_dir, "2020-good")
+    assert name == "authors" and list(theirs.index) == list(good.index)
+    assert dv.authors(dahu_dir)[0] == "D2_het"
+    s = dv.summarise([{"n": 50000, "gflops": good[50000] * 1.06}, {"n": 250000, "gflops": good[250000]}], good, theirs)
+    assert [round(s["errors_pct"][n], 1) for n in s["n"]] == [6.0, 0.0] and s["within_5pct"] == 1
+
+    median = tmp_path / "median.yaml"
+    subprocess.run([sys.executable, str(REPO / "docs" / "experiments" / "model_variants.py"), "median",
+                    str(dahu.PUBLISHED_PLATFORM_XML.parent / "model.yaml"), str(median)], check=True, timeout=600)
+    specs = [dv.sweep_spec([50000], [1], ["stochastic"], "arrived", "b", None, m) for m in (None, median)]
+    (preset_task,), (what_if_task,) = (make_plan(spec, tmp_path / f"w{i}", spec.timeout).tasks
+                                       for i, spec in enumerate(specs))
+    assert preset_task.hash != what_if_task.hash and preset_task.config == what_if_task.config
+    out = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--machine", "2020-good", "--model", str(median),
+                          "-N", "50000", "--store", str(tmp_path / "v.sqlite")],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1].startswith("1 runs: 0 stored, 1 to run")
+    bad_run = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--model", str(tmp_path / "none.yaml")],
+                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert bad_run.returncode != 0
+    assert bad_run.stderr.strip().splitlines() == [f"hplsim: error: --model {tmp_path / 'none.yaml'}: no such file"]
+
+
 def _live_with(token: str, wait_s: float = 10.0) -> list[str]:
     """Processes whose environment holds `token` (every descendant of the command, in any
     process group or session) that are not zombies (an orphan's zombie may wait for a
