@@ -17,14 +17,15 @@ build, so that a change to the emulation's C code starts a new one).
     .venv/bin/python benchmarks/dahu_validation.py --n 50000 75000 100000 --variants stochastic deterministic
     .venv/bin/python benchmarks/dahu_validation.py --jobs 2 --dry-run
 
-The machine moved (data README): the 2019-03 runs and the Sept 2020 runs with the cluster's
-cooling 'bad' sit at one level, the Sept 2020 'good' runs and the January 2020 factorial
-about 14 % above it. `--machine 2020-good` (or `2020-bad`) compares the same runs with the
-Sept 2020 means (hpl_cooling_2020.csv) and the authors' prediction of that time; with
-`--model` (e.g. E42's median CPUs, a stand-in for the 2020 machine's) it asks what a model
-of the factorial's machine does across N (docs/validation.md E58):
+The machine moved (data README). The thesis's N-sweep with the cluster's cooling 'bad' and
+'good' (hpl_cooling_2020.csv) holds the 2019-03 runs and others of 2019-10 at the 'bad'
+level, and runs of 2018-10 and October 2020 at the 'good' one, the January 2020
+factorial's, about 14 % above. `--machine cooling-good` (or `cooling-bad`) compares the
+same runs with those means and with the authors' prediction for them (2020-09 for 'good');
+with `--model` (e.g. E42's median CPUs, a stand-in for the good machine's) it asks what a
+model of the factorial's machine does across N (docs/validation.md E58):
 
-    .venv/bin/python benchmarks/dahu_validation.py --machine 2020-good --model median.yaml -N 50000 100000 250000
+    .venv/bin/python benchmarks/dahu_validation.py --machine cooling-good --model median.yaml -N 50000 100000 250000
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ WITHIN = 5.0  # %
 
 
 MACHINES = {"2019-03": "the 2019-03 runs (hpl_reality.csv), the preset's models' machine",
-            "2020-bad": "Sept 2020, cooling 'bad' (hpl_cooling_2020.csv)",
-            "2020-good": "Sept 2020, cooling 'good' (hpl_cooling_2020.csv), the factorial's level"}
+            "cooling-bad": "cooling 'bad' (hpl_cooling_2020.csv: 2019-03 and 2019-10 runs)",
+            "cooling-good": "cooling 'good' (hpl_cooling_2020.csv: 2018-10 and 2020-10 runs), the factorial's level"}
 
 
 def reality(data: Path, machine: str = "2019-03") -> pd.Series:
@@ -79,7 +80,8 @@ def paper(data: Path, model: str) -> pd.Series:
 
 def authors(data: Path, machine: str = "2019-03") -> tuple[str, pd.Series]:
     """The authors' prediction of `machine`'s runs, and its column's name: the paper's
-    D2_het for 2019-03, their prediction of Sept 2020 (models of that time) otherwise."""
+    D2_het for 2019-03, otherwise their prediction for the cooling experiment (2019-04 for
+    'bad', 2020-09 for 'good', with the models of the time)."""
     if machine == "2019-03":
         return "D2_het", paper(data, "D2_het")
     return "authors", _cooling(data, machine, "simulation")
@@ -87,7 +89,7 @@ def authors(data: Path, machine: str = "2019-03") -> tuple[str, pd.Series]:
 
 def _cooling(data: Path, machine: str, mode: str) -> pd.Series:
     df = pd.read_csv(data / "hpl_cooling_2020.csv")
-    df = df[(df["mode"] == mode) & (df.cooling == machine.removeprefix("2020-"))]
+    df = df[(df["mode"] == mode) & (df.cooling == machine.removeprefix("cooling-"))]
     return df.groupby("matrix_size").gflops.mean()
 
 

@@ -259,19 +259,19 @@ def test_the_n_sweep_on_another_platform_is_a_what_if_keyed_apart(tmp_path):
 
 
 def test_the_n_sweep_against_the_2020_machine(dahu_dir, tmp_path):
-    """--machine compares the same runs with the Sept 2020 means (data README: 'bad' 21,067
-    and 'good' 23,802 at N = 250,000, the good one 14 % above 2019-03's 20,964) and the
-    authors' prediction of that time; --model keys the runs apart; a missing file is one
+    """--machine compares the same runs with the cooling experiment's means (data README:
+    'bad' 21,067 and 'good' 23,802 at N = 250,000, the good one 14 % above 2019-03's 20,964)
+    and the authors' prediction for them; --model keys the runs apart; a missing file is one
     error line."""
     from hplsim.presets import dahu
     from hplsim.sweep.plan import make_plan
 
     dv = load_benchmark("dahu_validation.py", "dahu_validation_benchmark")
-    good, bad = dv.reality(dahu_dir, "2020-good"), dv.reality(dahu_dir, "2020-bad")
+    good, bad = dv.reality(dahu_dir, "cooling-good"), dv.reality(dahu_dir, "cooling-bad")
     assert (round(bad[250000]), round(good[250000])) == (21067, 23802)
     assert good[250000] / dv.reality(dahu_dir)[250000] == pytest.approx(1.135, abs=0.001)
     assert list(good.index) == list(bad.index) and len(good) == 13 and (good > bad).all()
-    name, theirs = dv.authors(dahu_dir, "2020-good")
+    name, theirs = dv.authors(dahu_dir, "cooling-good")
     assert name == "authors" and list(theirs.index) == list(good.index)
     assert dv.authors(dahu_dir)[0] == "D2_het"
     s = dv.summarise([{"n": 50000, "gflops": good[50000] * 1.06}, {"n": 250000, "gflops": good[250000]}], good, theirs)
@@ -284,7 +284,7 @@ def test_the_n_sweep_against_the_2020_machine(dahu_dir, tmp_path):
     (preset_task,), (what_if_task,) = (make_plan(spec, tmp_path / f"w{i}", spec.timeout).tasks
                                        for i, spec in enumerate(specs))
     assert preset_task.hash != what_if_task.hash and preset_task.config == what_if_task.config
-    out = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--machine", "2020-good", "--model", str(median),
+    out = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--machine", "cooling-good", "--model", str(median),
                           "-N", "50000", "--store", str(tmp_path / "v.sqlite")],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
