@@ -1,13 +1,18 @@
 """Variants of a model file for the lab notebook's what-ifs (validation.md E41, E42).
 
 Usage: python model_variants.py nonoise|median MODEL.yaml OUT.yaml
+       python model_variants.py jan2020 MODEL.yaml OUT.yaml HISTORY.csv
   nonoise: every kernel's `noise:` set to `family: none` (E41)
   median:  every CPU's dgemm on the coefficient-wise median of the file's per-CPU dgemm
            laws, mean and noise (E42: no slow or noisy CPU; other kernels unchanged)
+  jan2020: the median law scaled, mean and noise, by each CPU's speed relative to the
+           others in the calibrations of January 2020 (dgemm_calibration_history.csv), the
+           factorial's month (E58)
 """
 import sys
 
 import numpy as np
+import pandas as pd
 import yaml
 
 TERMS = ("intercept", "mnk", "mn", "mk", "nk")
@@ -30,10 +35,43 @@ def median(doc: dict) -> dict:
     return doc
 
 
+# HPL's update at N = 250,000 on 32 x 32 (M = N = N / 32, K = NB): where the relative speeds are read
+UPDATE = (7812, 7812, 128)
+
+
+def relative_speeds(history: str, since: str = "2020-01-01", until: str = "2100-01-01") -> dict[tuple[int, int], float]:
+    """(node, cpu) -> the CPU's time at HPL's update over the median CPU's in the same
+    calibration job (one experiment file per job), median over the jobs from `since` to `until`.
+    The history keeps an M-1 law per CPU and job; its lack of fit across shapes (E42 item 3)
+    is shared by the CPUs of a job, so their ratio is the CPUs' own difference."""
+    h = pd.read_csv(history)
+    when = pd.to_datetime(h.start_time, unit="s")
+    h = h[(h.function == "dgemm") & (when >= since) & (when < until)]
+    m, n, k = UPDATE
+    t = h.intercept + h.mnk * m * n * k
+    rel = t / t.groupby(h.jobid).transform("median")
+    return {(int(node), int(cpu)): float(v) for (node, cpu), v in rel.groupby([h.node, h.cpu]).median().items()}
+
+
+def jan2020(doc: dict, history: str) -> dict:
+    doc = median(doc)
+    speeds = relative_speeds(history)
+    for host, h in doc["hosts"].items():
+        node = int(host.split(".")[0].rsplit("-", 1)[1]) + 1  # the data's nodes count from 1: dahu-i is node i+1
+        for cpu, c in enumerate(h["cpus"]):
+            g, s = c["kernels"]["dgemm"], speeds[(node, cpu)]
+            g["mean"] = {t: v * s for t, v in g["mean"].items()}
+            g["noise"]["sigma"] = {t: v * s for t, v in g["noise"]["sigma"].items()}
+    return doc
+
+
 if __name__ == "__main__":
     kind, src, out = sys.argv[1:4]
-    variant = {"nonoise": nonoise, "median": median}[kind]
     with open(src) as f:
         doc = yaml.safe_load(f)
+    if kind == "jan2020":
+        doc = jan2020(doc, sys.argv[4])
+    else:
+        doc = {"nonoise": nonoise, "median": median}[kind](doc)
     with open(out, "w") as f:
-        yaml.safe_dump(variant(doc), f, sort_keys=False)
+        yaml.safe_dump(doc, f, sort_keys=False)
