@@ -16,12 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hplsim.models.modelfile import load_model
+from hplsim.presets import dahu
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from model_variants import UPDATE, relative_speeds  # noqa: E402
-
-def law(row: pd.Series, m, n, k):
-    return (row.mu_intercept + row.mu_mnk * m * n * k + row.mu_mn * m * n + row.mu_mk * m * k
-            + row.mu_nk * n * k)
 
 
 def main(data: Path) -> None:
@@ -33,17 +32,18 @@ def main(data: Path) -> None:
     keys = sorted(jan)
     print(f"   correlation with Nov-Dec 2019: {np.corrcoef([jan[k] for k in keys], [autumn[k] for k in keys])[0, 1]:.3f}")
 
-    models = pd.read_csv(data / "dgemm_model_per_cpu.csv")
-    models = models[pd.to_numeric(models.cpu, errors="coerce").notna()].assign(cpu=lambda d: d.cpu.astype(int))
-    models = models.set_index("cpu")
-    t2019 = models.apply(lambda r: law(r, *UPDATE), axis=1)
+    # the 2019 laws as the preset runs them (the model file converted from dgemm_model_per_cpu.csv)
+    model = load_model(dahu.MODEL_FILE)
+    law = {(node, cpu): model.resolve(dahu.host_name(node), cpu)["dgemm"].mean for node, cpu in keys}
+    update = dict(zip("mnk", UPDATE))
+    t2019 = {key: float(f(update)) for key, f in law.items()}
+    median_2019 = float(np.median(list(t2019.values())))
     raw = pd.read_csv(data / "dgemm_raw.csv")
     raw = raw[raw.m * raw.n * raw.k > 1e9]
     for cpu in (0, 1):
-        model_cpu = 2 * 5 + cpu  # the data's CPU ids: 2 * node + cpu, nodes from 1
-        calls = raw[raw.cpu == cpu]
-        against_2019 = (calls.duration / law(models.loc[model_cpu], calls.m, calls.n, calls.k)).median()
-        standing_2019 = t2019[model_cpu] / t2019.median()
+        calls = raw[raw.cpu == cpu]  # all of node 5's
+        against_2019 = float(np.median(calls.duration / law[(5, cpu)]({"m": calls.m, "n": calls.n, "k": calls.k})))
+        standing_2019 = t2019[(5, cpu)] / median_2019
         print(f"2. node 5 CPU {cpu}: January 2020 calls / its 2019 law {against_2019:.3f} "
               f"({len(calls)} calls over 1e9 multiply-adds); its 2019 law / the 2019 median {standing_2019:.3f}; "
               f"its January 2020 standing {jan[(5, cpu)]:.3f} -> the 2020 median CPU = "

@@ -54,14 +54,13 @@ def relative_speeds(history: str, since: str = "2020-01-01", until: str = "2100-
 
 
 def jan2020(doc: dict, history: str) -> dict:
+    from hplsim.presets.dahu import host_name
+
     doc = median(doc)
-    speeds = relative_speeds(history)
-    for host, h in doc["hosts"].items():
-        node = int(host.split(".")[0].rsplit("-", 1)[1]) + 1  # the data's nodes count from 1: dahu-i is node i+1
-        for cpu, c in enumerate(h["cpus"]):
-            g, s = c["kernels"]["dgemm"], speeds[(node, cpu)]
-            g["mean"] = {t: v * s for t, v in g["mean"].items()}
-            g["noise"]["sigma"] = {t: v * s for t, v in g["noise"]["sigma"].items()}
+    for (node, cpu), s in relative_speeds(history).items():
+        g = doc["hosts"][host_name(node)]["cpus"][cpu]["kernels"]["dgemm"]
+        g["mean"] = {t: v * s for t, v in g["mean"].items()}
+        g["noise"]["sigma"] = {t: v * s for t, v in g["noise"]["sigma"].items()}
     return doc
 
 
