@@ -1,10 +1,13 @@
 """Variants of a model file for the lab notebook's what-ifs (validation.md E41, E42).
 
-Usage: python model_variants.py nonoise|median MODEL.yaml OUT.yaml
+Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
        python model_variants.py jan2020 MODEL.yaml OUT.yaml HISTORY.csv
   nonoise: every kernel's `noise:` set to `family: none` (E41)
   median:  every CPU's dgemm on the coefficient-wise median of the file's per-CPU dgemm
            laws, mean and noise (E42: no slow or noisy CPU; other kernels unchanged)
+  slowall: every CPU's other kernels (all but dgemm), mean and noise, scaled by the CPU's
+           dgemm time at HPL's update over the median CPU's (E59: a throttled CPU is slow
+           at everything, the file slows only its dgemm)
   jan2020: the median law scaled, mean and noise, by each CPU's speed relative to the
            others in the calibrations of January 2020 (dgemm_calibration_history.csv), the
            factorial's month (E58)
@@ -53,6 +56,25 @@ def relative_speeds(history: str, since: str = "2020-01-01", until: str = "2100-
     return {(int(node), int(cpu)): float(v) for (node, cpu), v in rel.groupby([h.node, h.cpu]).median().items()}
 
 
+def _update_time(law: dict) -> float:
+    m, n, k = UPDATE
+    x = {"intercept": 1, "mnk": m * n * k, "mn": m * n, "mk": m * k, "nk": n * k}
+    return sum(c * x[t] for t, c in law["mean"].items())
+
+
+def slowall(doc: dict) -> dict:
+    cpus = [c for h in doc["hosts"].values() for c in h["cpus"]]
+    times = [_update_time(c["kernels"]["dgemm"]) for c in cpus]
+    mid = float(np.median(times))
+    others = {k: g for k, g in doc["default"]["kernels"].items() if k != "dgemm"}
+    for c, t in zip(cpus, times):
+        s = t / mid
+        for name, g in others.items():
+            c["kernels"][name] = {**g, "mean": {t_: v * s for t_, v in g["mean"].items()},
+                                  "noise": {**g["noise"], "sigma": {t_: v * s for t_, v in g["noise"]["sigma"].items()}}}
+    return doc
+
+
 def jan2020(doc: dict, history: str) -> dict:
     from hplsim.presets.dahu import host_name
 
@@ -71,6 +93,6 @@ if __name__ == "__main__":
     if kind == "jan2020":
         doc = jan2020(doc, sys.argv[4])
     else:
-        doc = {"nonoise": nonoise, "median": median}[kind](doc)
+        doc = {"nonoise": nonoise, "median": median, "slowall": slowall}[kind](doc)
     with open(out, "w") as f:
         yaml.safe_dump(doc, f, sort_keys=False)
