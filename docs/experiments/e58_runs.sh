@@ -11,7 +11,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 OUT=${1:-/tmp/e58}
 DATA=${DATA:-$ROOT/../shared/data}
 "$HERE/e52_median_inputs.sh" "$OUT"
-MODEL=$($PY -c 'from hplsim.presets import dahu; print(dahu.PUBLISHED_PLATFORM_XML.parent / "model.yaml")')
+MODEL=$($PY -c 'from hplsim.presets import dahu; print(dahu.MODEL_FILE)')
 $PY "$HERE/model_variants.py" jan2020 "$MODEL" "$OUT/jan2020.yaml" "$DATA/dahu/dgemm_calibration_history.csv"
 $PY "$HERE/e58_cpu_speeds.py" "$DATA" > "$OUT/cpu_speeds.out"
 V="$PY $ROOT/benchmarks/dahu_validation.py --machine cooling-good --jobs 2 --store $OUT/v.sqlite"

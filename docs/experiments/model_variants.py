@@ -56,7 +56,14 @@ def relative_speeds(history: str, since: str = "2020-01-01", until: str = "2100-
     return {(int(node), int(cpu)): float(v) for (node, cpu), v in rel.groupby([h.node, h.cpu]).median().items()}
 
 
+def _scale(law: dict, s: float) -> dict:
+    """`law` (mean and noise) times `s`."""
+    return {**law, "mean": {t: v * s for t, v in law["mean"].items()},
+            "noise": {**law["noise"], "sigma": {t: v * s for t, v in law["noise"]["sigma"].items()}}}
+
+
 def _update_time(law: dict) -> float:
+    # summed by hand, as for E59's run: the model reader's sum differs in the last bits
     m, n, k = UPDATE
     x = {"intercept": 1, "mnk": m * n * k, "mn": m * n, "mk": m * k, "nk": n * k}
     return sum(c * x[t] for t, c in law["mean"].items())
@@ -68,10 +75,7 @@ def slowall(doc: dict) -> dict:
     mid = float(np.median(times))
     others = {k: g for k, g in doc["default"]["kernels"].items() if k != "dgemm"}
     for c, t in zip(cpus, times):
-        s = t / mid
-        for name, g in others.items():
-            c["kernels"][name] = {**g, "mean": {t_: v * s for t_, v in g["mean"].items()},
-                                  "noise": {**g["noise"], "sigma": {t_: v * s for t_, v in g["noise"]["sigma"].items()}}}
+        c["kernels"].update({name: _scale(g, t / mid) for name, g in others.items()})
     return doc
 
 
@@ -80,19 +84,16 @@ def jan2020(doc: dict, history: str) -> dict:
 
     doc = median(doc)
     for (node, cpu), s in relative_speeds(history).items():
-        g = doc["hosts"][host_name(node)]["cpus"][cpu]["kernels"]["dgemm"]
-        g["mean"] = {t: v * s for t, v in g["mean"].items()}
-        g["noise"]["sigma"] = {t: v * s for t, v in g["noise"]["sigma"].items()}
+        kernels = doc["hosts"][host_name(node)]["cpus"][cpu]["kernels"]
+        kernels["dgemm"] = _scale(kernels["dgemm"], s)
     return doc
 
 
 if __name__ == "__main__":
     kind, src, out = sys.argv[1:4]
+    variant = {"nonoise": nonoise, "median": median, "slowall": slowall,
+               "jan2020": lambda d: jan2020(d, sys.argv[4])}[kind]
     with open(src) as f:
         doc = yaml.safe_load(f)
-    if kind == "jan2020":
-        doc = jan2020(doc, sys.argv[4])
-    else:
-        doc = {"nonoise": nonoise, "median": median, "slowall": slowall}[kind](doc)
     with open(out, "w") as f:
-        yaml.safe_dump(doc, f, sort_keys=False)
+        yaml.safe_dump(variant(doc), f, sort_keys=False)
