@@ -183,8 +183,12 @@ def test_mpi_acceptance_archive(measured: DocRun) -> None:
     bw = (pp.index[-1] / (pp.iloc[-1] / 2))
     assert 1e8 < bw < 1e11
     # a small message's round trip between two cores is a few µs at most: timed right
-    # after the barrier between rows it read 25 µs, the ranks' skew leaving it (E24)
-    assert pp[pp.index < 1000].median() < 5e-6, pp.head()
+    # after the barrier between rows it read 25 µs on every row, the ranks' skew leaving
+    # it (E24). Each size is one round trip here, and a shared 2-core CI host once stretched
+    # two of three to 8-10 µs (its neighbours' load only ever adds time), so the fastest
+    # small round trip is what tells the skew apart from that noise.
+    small = res[(res.operation == "pingpong") & (res["size"] < 1000)].duration
+    assert small.min() < 5e-6, pp.head()
 
 
 def test_archive_show(docs: DocRun) -> None:
