@@ -1,0 +1,88 @@
+"""Variants of a one-cluster SimGrid platform for the lab notebook's what-ifs (validation.md E60).
+
+Usage: python platform_variants.py explicit PLATFORM.xml OUT.xml
+       python platform_variants.py slownodes PLATFORM.xml MODEL.yaml OUT.xml
+  explicit:  the <cluster> written out host by host (a Full zone with each host's private
+             split-duplex link and FATPIPE loopback, and every route): the platform
+             SimGrid 3.32 builds from the cluster, in a form whose hosts can differ
+  slownodes: `explicit`, with each node's loopback (its ranks' shared-memory copies) and
+             private link (Omni-Path's PSM2 drives the NIC from the CPU) divided by the
+             node's slowdown: its slower CPU's dgemm time at HPL's update over the median
+             CPU's in MODEL.yaml, where above 1 (E60: a throttled node is slow at its MPI
+             processing too; an upper bound, since a copy is memory-bound)
+"""
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import yaml
+
+import model_variants
+
+
+def _cluster(xml_text: str) -> tuple[str, ET.Element]:
+    """The <config> block, verbatim, and the one <cluster> element."""
+    config = re.search(r"<config\b.*?</config>", xml_text, re.S)
+    root = ET.fromstring(re.sub(r"<!DOCTYPE[^>]*>", "", xml_text, count=1))
+    clusters = list(root.iter("cluster"))
+    if len(clusters) != 1 or clusters[0].get("topology") or clusters[0].get("bb_bw"):
+        raise SystemExit("platform_variants: one flat <cluster> without backbone expected")
+    return (config.group(0) if config else ""), clusters[0]
+
+
+def _radicals(radical: str) -> list[int]:
+    out = []
+    for part in radical.split(","):
+        lo, _, hi = part.partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _bandwidth(text: str) -> float:
+    m = re.fullmatch(r"([0-9.eE+-]+)\s*(GBps|MBps|kBps|Bps)?", text.strip())
+    return float(m.group(1)) * {"GBps": 1e9, "MBps": 1e6, "kBps": 1e3, "Bps": 1, None: 1}[m.group(2)]
+
+
+def write(xml_text: str, slowdown: dict[str, float]) -> str:
+    """The cluster of `xml_text` host by host, each host's links divided by slowdown[host] (default 1)."""
+    config, c = _cluster(xml_text)
+    names = [f"{c.get('prefix', '')}{r}{c.get('suffix', '')}" for r in _radicals(c.get("radical", ""))]
+    bw, lo = _bandwidth(c.get("bw")), _bandwidth(c.get("loopback_bw"))
+    lines = ['<?xml version="1.0"?>', '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">',
+             '<platform version="4.1">', config, '  <zone id="world" routing="Full">']
+    for i, h in enumerate(names):
+        s = slowdown.get(h, 1.0)
+        lines.append(f'    <host id="{h}" speed="{c.get("speed")}" core="{c.get("core", "1")}"/>')
+        lines.append(f'    <link id="l{i}" bandwidth="{bw / s!r}Bps" latency="{c.get("lat", "0")}" '
+                     'sharing_policy="SPLITDUPLEX"/>')
+        lines.append(f'    <link id="lo{i}" bandwidth="{lo / s!r}Bps" latency="{c.get("loopback_lat", "0")}" '
+                     'sharing_policy="FATPIPE"/>')
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            route = (f'<link_ctn id="lo{i}"/>' if i == j else
+                     f'<link_ctn id="l{i}" direction="UP"/><link_ctn id="l{j}" direction="DOWN"/>')
+            lines.append(f'    <route src="{a}" dst="{b}" symmetrical="NO">{route}</route>')
+    return "\n".join(lines + ["  </zone>", "</platform>", ""])
+
+
+def slowdowns(model: dict) -> dict[str, float]:
+    """host -> its slower CPU's dgemm time at HPL's update over the median CPU's, where above 1."""
+    times = {h: [model_variants._update_time(c["kernels"]["dgemm"]) for c in v["cpus"]]
+             for h, v in model["hosts"].items()}
+    mid = float(np.median([t for ts in times.values() for t in ts]))
+    return {h: max(ts) / mid for h, ts in times.items() if max(ts) > mid}
+
+
+if __name__ == "__main__":
+    kind, src = sys.argv[1:3]
+    with open(src) as f:
+        text = f.read()
+    if kind == "explicit":
+        out, slow = sys.argv[3], {}
+    else:
+        with open(sys.argv[3]) as f:
+            slow = slowdowns(yaml.safe_load(f))
+        out = sys.argv[4]
+    with open(out, "w") as f:
+        f.write(write(text, slow))
