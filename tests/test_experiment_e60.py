@@ -71,3 +71,7 @@ def test_slownodes_divides_a_throttled_nodes_links_by_its_slower_cpus_slowdown(t
     # node 15 (dahu-14), whose CPU 0 is the slowest (E59), the most
     assert max(slow, key=lambda link: base[link] / slow[link]) in ("l14", "lo14")
     assert base["l14"] / slow["l14"] == pytest.approx(1.217, abs=0.001)
+    # the loopbacks alone: the private links as they were
+    _variant("slownodes", dahu.PLATFORM_XML, dahu.MODEL_FILE, tmp_path / "lo.xml", "loopback")
+    lo = _links((tmp_path / "lo.xml").read_text())
+    assert all(lo[f"l{i}"] == base[f"l{i}"] and lo[f"lo{i}"] == slow[f"lo{i}"] for i in range(32))

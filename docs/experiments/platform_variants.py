@@ -1,7 +1,7 @@
 """Variants of a one-cluster SimGrid platform for the lab notebook's what-ifs (validation.md E60).
 
 Usage: python platform_variants.py explicit PLATFORM.xml OUT.xml
-       python platform_variants.py slownodes PLATFORM.xml MODEL.yaml OUT.xml
+       python platform_variants.py slownodes PLATFORM.xml MODEL.yaml OUT.xml [both|loopback|nic]
   explicit:  the <cluster> written out host by host (a Full zone with each host's private
              split-duplex link and FATPIPE loopback, and every route): the platform
              SimGrid 3.32 builds from the cluster, in a form whose hosts can differ
@@ -9,7 +9,8 @@ Usage: python platform_variants.py explicit PLATFORM.xml OUT.xml
              private link (Omni-Path's PSM2 drives the NIC from the CPU) divided by the
              node's slowdown: its slower CPU's dgemm time at HPL's update over the median
              CPU's in MODEL.yaml, where above 1 (E60: a throttled node is slow at its MPI
-             processing too; an upper bound, since a copy is memory-bound)
+             processing too; an upper bound, since a copy is memory-bound and PSM2 moves
+             large messages with the NIC's DMA engines); `loopback` or `nic` slows only those
 """
 import re
 import sys
@@ -44,8 +45,9 @@ def _bandwidth(text: str) -> float:
     return float(m.group(1)) * {"GBps": 1e9, "MBps": 1e6, "kBps": 1e3, "Bps": 1, None: 1}[m.group(2)]
 
 
-def write(xml_text: str, slowdown: dict[str, float]) -> str:
-    """The cluster of `xml_text` host by host, each host's links divided by slowdown[host] (default 1)."""
+def write(xml_text: str, slowdown: dict[str, float], links: str = "both") -> str:
+    """The cluster of `xml_text` host by host, each host's `links` (both, loopback or nic)
+    divided by slowdown[host] (default 1)."""
     config, c = _cluster(xml_text)
     names = [f"{c.get('prefix', '')}{r}{c.get('suffix', '')}" for r in _radicals(c.get("radical", ""))]
     bw, lo = _bandwidth(c.get("bw")), _bandwidth(c.get("loopback_bw"))
@@ -53,10 +55,11 @@ def write(xml_text: str, slowdown: dict[str, float]) -> str:
              '<platform version="4.1">', config, '  <zone id="world" routing="Full">']
     for i, h in enumerate(names):
         s = slowdown.get(h, 1.0)
+        nic, loop = (s if links in ("both", "nic") else 1.0), (s if links in ("both", "loopback") else 1.0)
         lines.append(f'    <host id="{h}" speed="{c.get("speed")}" core="{c.get("core", "1")}"/>')
-        lines.append(f'    <link id="l{i}" bandwidth="{bw / s!r}Bps" latency="{c.get("lat", "0")}" '
+        lines.append(f'    <link id="l{i}" bandwidth="{bw / nic!r}Bps" latency="{c.get("lat", "0")}" '
                      'sharing_policy="SPLITDUPLEX"/>')
-        lines.append(f'    <link id="lo{i}" bandwidth="{lo / s!r}Bps" latency="{c.get("loopback_lat", "0")}" '
+        lines.append(f'    <link id="lo{i}" bandwidth="{lo / loop!r}Bps" latency="{c.get("loopback_lat", "0")}" '
                      'sharing_policy="FATPIPE"/>')
     for i, a in enumerate(names):
         for j, b in enumerate(names):
@@ -78,11 +81,15 @@ if __name__ == "__main__":
     kind, src = sys.argv[1:3]
     with open(src) as f:
         text = f.read()
+    links = "both"
     if kind == "explicit":
         out, slow = sys.argv[3], {}
     else:
         with open(sys.argv[3]) as f:
             slow = slowdowns(yaml.safe_load(f))
         out = sys.argv[4]
+        links = sys.argv[5] if len(sys.argv) > 5 else "both"
+        if links not in ("both", "loopback", "nic"):
+            raise SystemExit(f"platform_variants: links {links!r}: both, loopback or nic")
     with open(out, "w") as f:
-        f.write(write(text, slow))
+        f.write(write(text, slow, links))
