@@ -20,6 +20,7 @@ import numpy as np
 import yaml
 
 import model_variants
+from hplsim.platform.spec import bandwidth, xml_hosts
 
 
 def _cluster(xml_text: str) -> tuple[str, ET.Element]:
@@ -32,25 +33,12 @@ def _cluster(xml_text: str) -> tuple[str, ET.Element]:
     return (config.group(0) if config else ""), clusters[0]
 
 
-def _radicals(radical: str) -> list[int]:
-    out = []
-    for part in radical.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
-def _bandwidth(text: str) -> float:
-    m = re.fullmatch(r"([0-9.eE+-]+)\s*(GBps|MBps|kBps|Bps)?", text.strip())
-    return float(m.group(1)) * {"GBps": 1e9, "MBps": 1e6, "kBps": 1e3, "Bps": 1, None: 1}[m.group(2)]
-
-
 def write(xml_text: str, slowdown: dict[str, float], links: str = "both") -> str:
     """The cluster of `xml_text` host by host, each host's `links` (both, loopback or nic)
     divided by slowdown[host] (default 1)."""
     config, c = _cluster(xml_text)
-    names = [f"{c.get('prefix', '')}{r}{c.get('suffix', '')}" for r in _radicals(c.get("radical", ""))]
-    bw, lo = _bandwidth(c.get("bw")), _bandwidth(c.get("loopback_bw"))
+    names = [name for name, _ in xml_hosts(xml_text, "platform_variants")]
+    bw, lo = (bandwidth(c.get(k), f"<cluster> {k}", bare=True) for k in ("bw", "loopback_bw"))
     lines = ['<?xml version="1.0"?>', '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">',
              '<platform version="4.1">', config, '  <zone id="world" routing="Full">']
     for i, h in enumerate(names):
