@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from hplsim.emulate.trace import TraceRequest, read_trace
+from hplsim.emulate.trace import TraceRequest, inside, read_trace
 from hplsim.hpl.config import HplConfig
 from hplsim.platform.spec import load_platform
 from hplsim.predict import ModelSource, predict
@@ -262,15 +262,9 @@ def _forwarding_inside_the_roll(trace: Path) -> tuple[float, float]:
     panels = range(5, 25)
     events = read_trace(trace).events
     events = events[events.panel.isin(panels)].sort_values(["rank", "start_s"])
-    forwarded = 0.0
-    for _, rank in events.groupby("rank"):
-        others = rank[rank.phase != "bcast"]
-        hops = rank[(rank.phase == "bcast") & rank.name.isin(["MPI_Send", "MPI_Recv"])]
-        at = np.searchsorted(others.start_s.to_numpy(), hops.start_s.to_numpy())
-        swap = (others.phase == "swap").to_numpy()
-        nested = (at > 0) & (at < len(others))
-        nested[nested] &= swap[at[nested] - 1] & swap[at[nested]]
-        forwarded += float((hops.end_s - hops.start_s).to_numpy()[nested].sum())
+    calls = (events.phase == "bcast") & events.name.isin(["MPI_Send", "MPI_Recv"])
+    hops = events[calls]
+    forwarded = float((hops.end_s - hops.start_s).to_numpy()[inside(events, calls, "swap", "bcast")].sum())
     per = 1 / (events["rank"].nunique() * len(panels))
     waiting = events[(events.phase == "swap") & (events.kind == "mpi")].wait_s.sum()
     return forwarded * per, float(waiting * per)

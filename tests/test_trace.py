@@ -137,3 +137,25 @@ def test_paje_trace_is_smpi_own(tmp_path):
            "--trace-paje", cwd=tmp_path)
     head = (tmp_path / "t" / "smpi.paje").read_text()[:20000]
     assert "%EventDef PajeDefineContainerType" in head and '"rank-3"' in head
+
+
+def test_inside_finds_the_nested_calls_made_between_two_steps_of_a_phase():
+    """validation.md E57/E61: a look-ahead broadcast's call is inside the swap when the
+    rank's calls of other phases just before and just after it are both the swap's."""
+    import pandas as pd
+
+    from hplsim.emulate.trace import inside
+
+    rows = [  # rank, start, phase
+        (0, 0.0, "swap"), (0, 1.0, "bcast"), (0, 2.0, "swap"),    # inside
+        (0, 3.0, "bcast"), (0, 4.0, "update"),                    # after the swap: not
+        (1, 0.0, "bcast"), (1, 1.0, "swap"),                      # before any: not
+        (1, 2.0, "swap"), (1, 2.5, "bcast"), (1, 2.7, "bcast"), (1, 3.0, "swap"),  # both inside
+        (1, 4.0, "bcast"),                                        # last event: not
+    ]
+    events = pd.DataFrame(rows, columns=["rank", "start_s", "phase"])
+    calls = events.phase == "bcast"
+    assert inside(events, calls, "swap", "bcast").tolist() == [True, False, False, True, True, False]
+    assert inside(events, calls, "update", "bcast").tolist() == [False] * 6
+    with pytest.raises(ValueError):
+        inside(events.iloc[::-1], calls.iloc[::-1], "swap", "bcast")

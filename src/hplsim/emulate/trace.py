@@ -304,3 +304,22 @@ def rank_breakdown(trace: Trace) -> pd.DataFrame:
         # waits for the slowest rank.
         out["wait_s"] += trace.hpl_time_s - out[["compute_s", "transfer_s", "wait_s"]].sum(axis=1)
     return out
+
+
+def inside(events: pd.DataFrame, calls: pd.Series, phase: str, nested: str) -> np.ndarray:
+    """For the rows of `events` that `calls` selects (events of phase `nested`), in order,
+    whether the same rank's nearest events of other phases before and after each are both
+    in `phase`: a call of a nested phase made between two steps of another, as the
+    look-ahead's broadcast forwarded between the steps of a swap (validation.md E57, E61).
+    `events` must be sorted by rank, then start."""
+    if not events["rank"].is_monotonic_increasing:
+        raise ValueError("inside: events must be sorted by rank, then start")
+    hit = []
+    for rank, mine in events[calls].groupby("rank", sort=True):
+        theirs = events[(events["rank"] == rank) & (events["phase"] != nested)]
+        at = np.searchsorted(theirs["start_s"].to_numpy(), mine["start_s"].to_numpy())
+        in_phase = (theirs["phase"] == phase).to_numpy()
+        ok = (at > 0) & (at < len(theirs))
+        ok[ok] &= in_phase[at[ok] - 1] & in_phase[at[ok]]
+        hit.append(ok)
+    return np.concatenate(hit) if hit else np.zeros(0, dtype=bool)
