@@ -2,6 +2,7 @@
 
 Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
        python model_variants.py jan2020 MODEL.yaml OUT.yaml HISTORY.csv
+       python model_variants.py scaled MODEL.yaml OUT.yaml NODE:CPU=FACTOR[,...]
   nonoise: every kernel's `noise:` set to `family: none` (E41)
   median:  every CPU's dgemm on the coefficient-wise median of the file's per-CPU dgemm
            laws, mean and noise (E42: no slow or noisy CPU; other kernels unchanged)
@@ -11,6 +12,8 @@ Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
   jan2020: the median law scaled, mean and noise, by each CPU's speed relative to the
            others in the calibrations of January 2020 (dgemm_calibration_history.csv), the
            factorial's month (E58)
+  scaled:  the named CPUs' dgemm, mean and noise, times FACTOR; NODE (1-based, as the
+           history's) or CPU (0, 1) may be `*` (E61: `*:0=1.055` slows every CPU 0)
 """
 import sys
 
@@ -89,10 +92,24 @@ def jan2020(doc: dict, history: str) -> dict:
     return doc
 
 
+def scaled(doc: dict, spec: str) -> dict:
+    from hplsim.presets.dahu import host_name
+
+    for item in spec.split(","):
+        where, factor = item.split("=")
+        node, cpu = where.split(":")
+        nodes = range(1, len(doc["hosts"]) + 1) if node == "*" else [int(node)]
+        for i in nodes:
+            cpus = doc["hosts"][host_name(i)]["cpus"]
+            for c in (range(len(cpus)) if cpu == "*" else [int(cpu)]):
+                cpus[c]["kernels"]["dgemm"] = _scale(cpus[c]["kernels"]["dgemm"], float(factor))
+    return doc
+
+
 if __name__ == "__main__":
     kind, src, out = sys.argv[1:4]
     variant = {"nonoise": nonoise, "median": median, "slowall": slowall,
-               "jan2020": lambda d: jan2020(d, sys.argv[4])}[kind]
+               "jan2020": lambda d: jan2020(d, sys.argv[4]), "scaled": lambda d: scaled(d, sys.argv[4])}[kind]
     with open(src) as f:
         doc = yaml.safe_load(f)
     with open(out, "w") as f:
