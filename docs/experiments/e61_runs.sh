@@ -32,3 +32,11 @@ done; done
 $H -N 250000 --model "$OUT/jan2020.yaml" --bcast 2 --depth 1 --swap 1 --seed 2 > "j52_2,1,1_s2.json" &
 $H -N 250000 --model "$OUT/jan2020.yaml" --bcast 2 --depth 0 --swap 0 --seed 1 > "j52_2,0,0.json"
 wait
+# Scouting at the end of the stop (median CPUs, DEPTH 1, binary exchange then roll; the
+# first pair on the CLI's default PFACT 2 / RFACT 1, not Dahu's 1 / 2):
+for s in 0 1; do
+  ${HPLSIM:-hplsim} predict -N 125000 -P 16 -Q 8 --nb 128 --bcast 2 --depth 1 --swap $s --seed 1 \
+    --model median.yaml --platform e52.xml --ranks-per-host 8 --json > "c125_median_$s.json"
+  ${HPLSIM:-hplsim} predict -N 62500 -P 8 -Q 32 --nb 128 --pfact 1 --rfact 2 --bcast 2 --depth 1 --swap $s \
+    --seed 1 --model median.yaml --platform e52.xml --ranks-per-host 32 --json > "d62_median_$s.json"
+done
