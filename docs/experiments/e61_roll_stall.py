@@ -7,9 +7,9 @@ cost, seed 1).
     python e61_roll_stall.py --report OUT/t-NAME-1-1 [...]
 
 Per model: spread-roll / binary exchange at DEPTH 0 and 1, and from the traced roll at
-DEPTH 1 (panels 5-24), per node: its ranks' dgemm seconds relative to the slice's mean,
-the broadcast's receives and sends made inside the roll, and the roll's MPI waiting, per
-rank and panel. With --seeds: spread-roll / binary exchange at DEPTH 1 for each seed, no
+DEPTH 1 (panels 5-24), per node: its CPUs' dgemm seconds per flop and its share of the
+dgemm flops, both relative to the slice's, the broadcast's receives and sends made inside
+the roll and the roll's MPI waiting per rank and panel, and when its ranks enter the roll. With --seeds: spread-roll / binary exchange at DEPTH 1 for each seed, no
 trace."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from hplsim.emulate.trace import TraceRequest, inside, read_trace
 from hplsim.hpl.config import HplConfig
@@ -35,41 +36,31 @@ def run(out: Path, platform, model: ModelSource, depth: int, swap: int, bcast: i
     return predict(config, platform, model, seed=seed, trace=request).gflops
 
 
-def per_node(trace_dir: Path):
+def per_node(trace_dir: Path) -> pd.DataFrame:
     """Per node (process row): its dgemm's seconds per flop over the slice's (its CPUs'
     speed; the seconds alone follow the rows' shares of the trailing matrix), its share of
-    the dgemm flops, forwarding inside the roll and
-    the roll's waiting (ms per rank and panel), and when its ranks enter the roll relative
-    to the slice's median entry (ms, mean over panels)."""
+    the dgemm flops, forwarding inside the roll and the roll's waiting (ms per rank and
+    panel), and when its ranks enter the roll relative to the slice's median entry (ms,
+    mean over panels)."""
     events = read_trace(trace_dir).events
     events = events[events.panel.isin(PANELS)].sort_values(["rank", "start_s"])
-    rows = []
     entry = events[events.phase == "swap"].groupby(["panel", "rank"]).start_s.min().unstack("rank")
-    entry = entry.sub(entry.median(axis=1), axis=0)
     calls = (events.phase == "bcast") & events.name.isin(["MPI_Send", "MPI_Recv"])
-    events = events.assign(nested=False)
-    events.loc[calls, "nested"] = inside(events, calls, "swap", "bcast")
-    for rank, ev in events.groupby("rank"):
-        hops = ev[(ev.phase == "bcast") & ev.name.isin(["MPI_Send", "MPI_Recv"])]
-        nested = hops.nested.to_numpy()
-        dur = (hops.end_s - hops.start_s).to_numpy()
-        rows.append({
-            "rank": rank, "node": rank // Q,
-            "dgemm_s": ev[ev.name == "dgemm"].eval("end_s - start_s").sum(),
-            "flops": ev[ev.name == "dgemm"].eval("2.0 * m * n * k").sum(),
-            "fwd_recv": dur[nested & (hops.name == "MPI_Recv").to_numpy()].sum(),
-            "fwd_send": dur[nested & (hops.name == "MPI_Send").to_numpy()].sum(),
-            "wait": ev[(ev.phase == "swap") & (ev.kind == "mpi")].wait_s.sum(),
-            "entry": entry[rank].mean(),
-        })
-    import pandas as pd
-    df = pd.DataFrame(rows)
-    df["dgemm"] = (df.dgemm_s / df.flops) / (df.dgemm_s.sum() / df.flops.sum())
-    df["work"] = df.flops / df.flops.mean()
-    for c in ("fwd_recv", "fwd_send", "wait"):
-        df[c] *= 1e3 / len(PANELS)
-    df["entry"] *= 1e3
-    return df.groupby("node")[["dgemm", "work", "fwd_recv", "fwd_send", "wait", "entry"]].mean()
+    hops = events[calls][inside(events, calls, "swap", "bcast")]
+    forwarded = (hops.end_s - hops.start_s).groupby([hops["rank"], hops.name]).sum().unstack(fill_value=0.0)
+    dgemm = events[events.name == "dgemm"]
+    by_rank = pd.DataFrame({
+        "dgemm_s": (dgemm.end_s - dgemm.start_s).groupby(dgemm["rank"]).sum(),
+        "flops": (2.0 * dgemm.m * dgemm.n * dgemm.k).astype(float).groupby(dgemm["rank"]).sum(),  # m, n, k: nullable
+        "fwd_recv": forwarded.get("MPI_Recv"), "fwd_send": forwarded.get("MPI_Send"),
+        "wait": events[(events.phase == "swap") & (events.kind == "mpi")].groupby("rank").wait_s.sum(),
+        "entry": entry.sub(entry.median(axis=1), axis=0).mean() * 1e3,
+    }).fillna({"fwd_recv": 0.0, "fwd_send": 0.0})
+    by_rank["dgemm"] = (by_rank.dgemm_s / by_rank.flops) / (by_rank.dgemm_s.sum() / by_rank.flops.sum())
+    by_rank["work"] = by_rank.flops / by_rank.flops.mean()
+    by_rank[["fwd_recv", "fwd_send", "wait"]] *= 1e3 / len(PANELS)
+    columns = ["dgemm", "work", "fwd_recv", "fwd_send", "wait", "entry"]
+    return by_rank[columns].groupby(by_rank.index // Q).mean().rename_axis("node")
 
 
 def main(out: Path, xml: Path, models: list[str]) -> None:

@@ -311,15 +311,18 @@ def inside(events: pd.DataFrame, calls: pd.Series, phase: str, nested: str) -> n
     whether the same rank's nearest events of other phases before and after each are both
     in `phase`: a call of a nested phase made between two steps of another, as the
     look-ahead's broadcast forwarded between the steps of a swap (validation.md E57, E61).
-    `events` must be sorted by rank, then start."""
-    if not events["rank"].is_monotonic_increasing:
-        raise ValueError("inside: events must be sorted by rank, then start")
-    hit = []
-    for rank, mine in events[calls].groupby("rank", sort=True):
-        theirs = events[(events["rank"] == rank) & (events["phase"] != nested)]
-        at = np.searchsorted(theirs["start_s"].to_numpy(), mine["start_s"].to_numpy())
-        in_phase = (theirs["phase"] == phase).to_numpy()
+    Each rank's events must be in order of start."""
+    start = events["start_s"].to_numpy()
+    chosen = calls.to_numpy()
+    other = (events["phase"] != nested).to_numpy()
+    in_phase = (events["phase"] == phase).to_numpy()
+    hit = np.zeros(len(events), dtype=bool)
+    for rows in events.groupby("rank", sort=False).indices.values():
+        if np.any(np.diff(start[rows]) < 0):
+            raise ValueError("inside: each rank's events must be in order of start")
+        mine, theirs = rows[chosen[rows]], rows[other[rows]]
+        at = np.searchsorted(start[theirs], start[mine])
         ok = (at > 0) & (at < len(theirs))
-        ok[ok] &= in_phase[at[ok] - 1] & in_phase[at[ok]]
-        hit.append(ok)
-    return np.concatenate(hit) if hit else np.zeros(0, dtype=bool)
+        ok[ok] &= in_phase[theirs[at[ok] - 1]] & in_phase[theirs[at[ok]]]
+        hit[mine] = ok
+    return hit[chosen]
