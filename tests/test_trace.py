@@ -159,3 +159,49 @@ def test_inside_finds_the_nested_calls_made_between_two_steps_of_a_phase():
     assert inside(events, calls, "update", "bcast").tolist() == [False] * 6
     with pytest.raises(ValueError):
         inside(events.iloc[::-1], calls.iloc[::-1], "swap", "bcast")
+
+
+def test_during_names_the_event_each_rank_was_in_at_a_time():
+    """validation.md E62: what the receiver of a forwarded panel was doing when the
+    forward began; the later event where two meet, "none" outside any or for a rank
+    without events."""
+    import pandas as pd
+
+    from hplsim.emulate.trace import during
+
+    rows = [  # rank, start, end, phase, name, panel
+        (0, 0.0, 1.0, "swap", "MPI_Send", 3), (0, 1.0, 2.0, "update", "dgemm", 2),
+        (1, 0.5, 0.7, "bcast", "MPI_Recv", 4), (1, 3.0, 4.0, "fact", "dgetrf", 5),
+    ]
+    events = pd.DataFrame(rows, columns=["rank", "start_s", "end_s", "phase", "name", "panel"])
+    got = during(events, np.array([0, 0, 0, 1, 1, 1, 2]), np.array([0.5, 1.0, 2.5, 0.6, 2.0, 4.0, 0.0]))
+    assert got.phase.tolist() == ["swap", "update", "none", "bcast", "none", "fact", "none"]
+    assert got.name.tolist() == ["MPI_Send", "dgemm", "none", "MPI_Recv", "none", "dgetrf", "none"]
+    assert got.panel.tolist() == [3, 2, -2, 4, -2, 5, -2]
+    with pytest.raises(ValueError):
+        during(events.iloc[::-1], np.array([0]), np.array([0.5]))
+
+
+def test_held_by_follows_blocked_calls_to_the_rank_that_is_not_waiting():
+    """validation.md E62: rank 0's forward waits for rank 1, blocked in a roll send to
+    rank 2, which computes; a call past its waiting part (transferring) holds nothing up
+    further; a rank outside any event holds itself; a cycle of waits is refused."""
+    import pandas as pd
+
+    from hplsim.emulate.trace import held_by
+
+    rows = [  # rank, start, end, kind, peer, wait
+        (0, 0.0, 5.0, "mpi", 1, 4.0),
+        (1, 0.0, 4.5, "mpi", 2, 4.0),
+        (2, 0.0, 4.0, "kernel", None, 0.0),
+        (3, 0.0, 3.0, "mpi", 0, 1.0),
+    ]
+    events = pd.DataFrame(rows, columns=["rank", "start_s", "end_s", "kind", "peer", "wait_s"])
+    events["peer"] = events["peer"].astype("Int32")
+    holder, hops = held_by(events, np.array([0, 3, 3, 1, 5]), np.array([1.0, 0.5, 2.0, 4.2, 1.0]))
+    assert holder.tolist() == [2, 2, 3, 1, 5]
+    assert hops.tolist() == [2, 3, 0, 0, 0]
+    loop = events.copy()
+    loop.loc[2, ["kind", "peer", "wait_s"]] = ["mpi", 0, 4.0]
+    with pytest.raises(ValueError):
+        held_by(loop, np.array([0]), np.array([1.0]))

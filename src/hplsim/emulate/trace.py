@@ -326,3 +326,71 @@ def inside(events: pd.DataFrame, calls: pd.Series, phase: str, nested: str) -> n
         ok[ok] &= in_phase[theirs[at[ok] - 1]] & in_phase[theirs[at[ok]]]
         hit[mine] = ok
     return hit[chosen]
+
+
+def during(events: pd.DataFrame, ranks: np.ndarray, times: np.ndarray) -> pd.DataFrame:
+    """What each of `ranks` was doing at the matching time of `times`: the phase, name and
+    panel of its event whose interval holds that time (the later one where two meet;
+    "none" and panel −2 if none does), as a frame in the order asked. Finds what the receiver of a forwarded
+    panel was busy with when the forward began (validation.md E62). Each rank's events
+    must be in order of start."""
+    ranks, times = np.asarray(ranks, dtype=np.int64), np.asarray(times, dtype=float)
+    phase = np.full(len(ranks), "none", dtype=object)
+    name = np.full(len(ranks), "none", dtype=object)
+    panel = np.full(len(ranks), -2, dtype=np.int64)
+    start, end = events["start_s"].to_numpy(), events["end_s"].to_numpy()
+    panels = events["panel"].to_numpy()
+    phases, names = events["phase"].astype(str).to_numpy(), events["name"].astype(str).to_numpy()
+    groups = events.groupby("rank", sort=False).indices
+    for r in np.unique(ranks):
+        rows = groups.get(int(r))
+        if rows is None:
+            continue
+        if np.any(np.diff(start[rows]) < 0):
+            raise ValueError("during: each rank's events must be in order of start")
+        asked = np.flatnonzero(ranks == r)
+        at = np.searchsorted(start[rows], times[asked], side="right") - 1
+        ok = at >= 0
+        ok[ok] &= end[rows[at[ok]]] >= times[asked[ok]]
+        phase[asked[ok]] = phases[rows[at[ok]]]
+        name[asked[ok]] = names[rows[at[ok]]]
+        panel[asked[ok]] = panels[rows[at[ok]]]
+    import pandas as pd
+
+    return pd.DataFrame({"phase": phase, "name": name, "panel": panel})
+
+
+def held_by(events: pd.DataFrame, ranks: np.ndarray, times: np.ndarray, limit: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """For each (rank, time): follow who waits for whom, from a blocking MPI call still
+    waiting at that time (its `wait_s` not over) to its peer, and on, to the first rank
+    that is not waiting (computing, transferring, or outside any event). Returns that
+    rank and the number of waits followed, in the order asked: what held up a forwarded
+    panel's sender through chains of blocked roll partners (validation.md E62). A chain
+    that comes back to a rank it passed (which a finished run cannot hold) or runs past
+    `limit` raises ValueError. Each rank's events must be in order of start."""
+    ranks, times = np.asarray(ranks, dtype=np.int64), np.asarray(times, dtype=float)
+    start = events["start_s"].to_numpy()
+    waits_until = start + events["wait_s"].to_numpy()
+    is_mpi = (events["kind"] == "mpi").to_numpy()
+    peer = events["peer"].astype("float64").to_numpy()  # nullable: NaN for kernels and MPI_Wtime
+    groups = events.groupby("rank", sort=False).indices
+    for rows in groups.values():
+        if np.any(np.diff(start[rows]) < 0):
+            raise ValueError("held_by: each rank's events must be in order of start")
+    holder, hops = ranks.copy(), np.zeros(len(ranks), dtype=np.int64)
+    for j, (rank, t) in enumerate(zip(ranks, times)):
+        seen = set()
+        while True:
+            rows = groups.get(int(rank))
+            i = -1 if rows is None else np.searchsorted(start[rows], t, side="right") - 1
+            if i < 0:
+                break
+            row = rows[i]
+            if not (is_mpi[row] and not np.isnan(peer[row]) and waits_until[row] > t):
+                break
+            if rank in seen or len(seen) >= limit:
+                raise ValueError(f"held_by: a cycle of waits through rank {rank} at {t} s")
+            seen.add(int(rank))
+            rank = int(peer[row])
+        holder[j], hops[j] = rank, len(seen)
+    return holder, hops
