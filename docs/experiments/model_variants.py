@@ -3,6 +3,7 @@
 Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
        python model_variants.py jan2020 MODEL.yaml OUT.yaml HISTORY.csv
        python model_variants.py scaled MODEL.yaml OUT.yaml NODE:CPU=FACTOR[,...]
+       python model_variants.py hostmean MODEL.yaml OUT.yaml
   nonoise: every kernel's `noise:` set to `family: none` (E41)
   median:  every CPU's dgemm on the coefficient-wise median of the file's per-CPU dgemm
            laws, mean and noise (E42: no slow or noisy CPU; other kernels unchanged)
@@ -14,6 +15,10 @@ Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
            factorial's month (E58)
   scaled:  the named CPUs' dgemm, mean and noise, times FACTOR; NODE (1-based, as the
            history's) or CPU (0, 1) may be `*` (E61: `*:0=1.055` slows every CPU 0)
+  hostmean: each host's CPUs on the coefficient-wise mean of their dgemm laws, mean and
+           noise (E62: the nodes keep their speeds, a node's two CPUs no longer differ, so
+           the even and the odd process columns, whose ranks sit on CPU 0 and CPU 1 of
+           every node, run at one pace)
 """
 import sys
 
@@ -106,10 +111,21 @@ def scaled(doc: dict, spec: str) -> dict:
     return doc
 
 
+def hostmean(doc: dict) -> dict:
+    for host in doc["hosts"].values():
+        laws = [c["kernels"]["dgemm"] for c in host["cpus"]]
+        mean = {t: float(np.mean([g["mean"].get(t, 0.0) for g in laws])) for t in TERMS}
+        sigma = {t: float(np.mean([g["noise"]["sigma"].get(t, 0.0) for g in laws])) for t in TERMS}
+        for g in laws:
+            g["mean"], g["noise"]["sigma"] = dict(mean), dict(sigma)
+    return doc
+
+
 if __name__ == "__main__":
     kind, src, out = sys.argv[1:4]
     variant = {"nonoise": nonoise, "median": median, "slowall": slowall,
-               "jan2020": lambda d: jan2020(d, sys.argv[4]), "scaled": lambda d: scaled(d, sys.argv[4])}[kind]
+               "jan2020": lambda d: jan2020(d, sys.argv[4]), "scaled": lambda d: scaled(d, sys.argv[4]),
+               "hostmean": hostmean}[kind]
     with open(src) as f:
         doc = yaml.safe_load(f)
     with open(out, "w") as f:
