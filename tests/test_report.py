@@ -90,6 +90,12 @@ def test_trace_format_python_example(doc_run):
     (space,) = run_python(REPO / "docs" / "formats" / "trace.md", doc_run, {"DIR": "trace"})
     events = space["trace"].events
     assert len(events) > 0 and events["rank"].nunique() == 16  # -P 4 -Q 4
+    sends, receiver, holder = space["sends"], space["receiver"], space["holder"]
+    assert len(sends) > 0 and len(receiver) == len(holder) == len(sends)
+    assert set(receiver.phase) <= {"fact", "bcast", "swap", "update", "trsv", "none", ""}
+    assert (receiver.name != "").mean() > 0.99  # receivers are inside their recorded events
+    assert receiver.name.isin(set(events.name.astype(str)) | {""}).all()
+    assert set(holder) <= set(range(16)) and (space["hops"] >= 0).all()
 
 
 def test_dahu_history_verdicts_are_check_verdicts(dahu_dir, tmp_path):

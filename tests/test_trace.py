@@ -163,7 +163,7 @@ def test_inside_finds_the_nested_calls_made_between_two_steps_of_a_phase():
 
 def test_during_names_the_event_each_rank_was_in_at_a_time():
     """validation.md E62: what the receiver of a forwarded panel was doing when the
-    forward began; the later event where two meet, "none" outside any or for a rank
+    forward began; the later event where two meet, empty outside any or for a rank
     without events."""
     import pandas as pd
 
@@ -175,8 +175,8 @@ def test_during_names_the_event_each_rank_was_in_at_a_time():
     ]
     events = pd.DataFrame(rows, columns=["rank", "start_s", "end_s", "phase", "name", "panel"])
     got = during(events, np.array([0, 0, 0, 1, 1, 1, 2]), np.array([0.5, 1.0, 2.5, 0.6, 2.0, 4.0, 0.0]))
-    assert got.phase.tolist() == ["swap", "update", "none", "bcast", "none", "fact", "none"]
-    assert got.name.tolist() == ["MPI_Send", "dgemm", "none", "MPI_Recv", "none", "dgetrf", "none"]
+    assert got.phase.tolist() == ["swap", "update", "", "bcast", "", "fact", ""]
+    assert got.name.tolist() == ["MPI_Send", "dgemm", "", "MPI_Recv", "", "dgetrf", ""]
     assert got.panel.tolist() == [3, 2, -2, 4, -2, 5, -2]
     with pytest.raises(ValueError):
         during(events.iloc[::-1], np.array([0]), np.array([0.5]))

@@ -331,12 +331,13 @@ def inside(events: pd.DataFrame, calls: pd.Series, phase: str, nested: str) -> n
 def during(events: pd.DataFrame, ranks: np.ndarray, times: np.ndarray) -> pd.DataFrame:
     """What each of `ranks` was doing at the matching time of `times`: the phase, name and
     panel of its event whose interval holds that time (the later one where two meet;
-    "none" and panel −2 if none does), as a frame in the order asked. Finds what the receiver of a forwarded
+    empty strings and panel −2 if none does: "none" is a phase), as a frame in the order
+    asked. Finds what the receiver of a forwarded
     panel was busy with when the forward began (validation.md E62). Each rank's events
     must be in order of start."""
     ranks, times = np.asarray(ranks, dtype=np.int64), np.asarray(times, dtype=float)
-    phase = np.full(len(ranks), "none", dtype=object)
-    name = np.full(len(ranks), "none", dtype=object)
+    phase = np.full(len(ranks), "", dtype=object)
+    name = np.full(len(ranks), "", dtype=object)
     panel = np.full(len(ranks), -2, dtype=np.int64)
     start, end = events["start_s"].to_numpy(), events["end_s"].to_numpy()
     panels = events["panel"].to_numpy()
