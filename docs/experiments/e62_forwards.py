@@ -35,6 +35,13 @@ def summary(trace_dir: Path) -> dict[str, object]:
     swap = events[events.phase == "swap"]
     span = swap.groupby(["rank", "panel"]).agg(first=("start_s", "min"), last=("end_s", "max"))
     swap_wait = swap[swap.kind == "mpi"].wait_s.sum() / n_rank_panels
+    # when each rank enters the swap against the last rank of its process column
+    q = trace.meta["config"]["q"]
+    column = span.index.get_level_values("rank") % q
+    column_last = span.groupby([span.index.get_level_values("panel"), column])["first"]
+    late = column_last.transform("max") - span["first"]
+    entry_spread = (column_last.max() - column_last.min()).mean()
+    last_row = span["first"].groupby([span.index.get_level_values("panel"), column]).idxmax().map(lambda x: x[0] // q)  # index: (rank, panel)
     sends = (events.phase == "bcast") & (events.name == "MPI_Send")
     fwd = events[sends][inside(events, sends, "swap", "bcast")]
     peer = during(events, fwd.peer.to_numpy(dtype=np.int64), fwd.start_s.to_numpy())
@@ -47,7 +54,6 @@ def summary(trace_dir: Path) -> dict[str, object]:
     held.index = fwd.index
     held_label = held.phase + ":" + held.name + " " + (held.panel - fwd.panel.to_numpy() + 1).map("{:+d}".format)
     chain = pd.Series(hops, index=fwd.index)
-    q = trace.meta["config"]["q"]
     behind = pd.Series(held.panel.to_numpy() - fwd.panel.to_numpy() + 1 < 0, index=fwd.index)
     parity = pd.Series(roots % q % 2, index=fwd.index)  # the holder's column: CPU 0 if even (local rank % 2)
     # a panel's step: between the median rank's entries into consecutive panels' updates
@@ -59,6 +65,11 @@ def summary(trace_dir: Path) -> dict[str, object]:
         "step_ms": 1e3 * entry.diff().mean(),
         "swap_span_ms": 1e3 * (span["last"] - span["first"]).mean(),
         "swap_wait_ms": 1e3 * swap_wait,
+        "until_last_entry_ms": 1e3 * late.mean(),
+        "until_last_entry_ms_even_col": 1e3 * late[column % 2 == 0].mean(),
+        "until_last_entry_ms_odd_col": 1e3 * late[column % 2 == 1].mean(),
+        "column_entry_spread_ms": 1e3 * entry_spread,
+        "last_entering_rows": last_row.value_counts().head(4).to_dict(),
         "fwd_per_rank_panel": len(fwd) / n_rank_panels,
         "fwd_ms": 1e3 * duration.mean() if len(fwd) else 0.0,
         "fwd_wait_ms": 1e3 * fwd.wait_s.mean() if len(fwd) else 0.0,
