@@ -41,20 +41,26 @@ def summary(trace_dir: Path) -> dict[str, object]:
     column_last = span.groupby([span.index.get_level_values("panel"), column])["first"]
     late = column_last.transform("max") - span["first"]
     entry_spread = (column_last.max() - column_last.min()).mean()
-    last_row = span["first"].groupby([span.index.get_level_values("panel"), column]).idxmax().map(lambda x: x[0] // q)  # index: (rank, panel)
+    last_row = column_last.idxmax().map(lambda at: at[0] // q)  # at: (rank, panel)
     sends = (events.phase == "bcast") & (events.name == "MPI_Send")
     fwd = events[sends][inside(events, sends, "swap", "bcast")]
     peer = during(events, fwd.peer.to_numpy(dtype=np.int64), fwd.start_s.to_numpy())
     peer.index = fwd.index
-    # the receiver's panel against the forwarder's swap's: -1, a receiver a panel behind
-    label = peer.phase + ":" + peer.name + " " + (peer.panel - fwd.panel.to_numpy() + 1).map("{:+d}".format)
+    # a state's panel against the forwarder's swap's (the forward is of the next panel):
+    # -1, a rank a panel behind
+    offset = fwd.panel.to_numpy() - 1
+
+    def describe(state: pd.DataFrame) -> pd.Series:
+        return state.phase + ":" + state.name + " " + (state.panel - offset).map("{:+d}".format)
+
+    label = describe(peer)
     # the rank that holds the chain of waits up when the forward begins, and what it does
     roots, hops = held_by(events, fwd.peer.to_numpy(dtype=np.int64), fwd.start_s.to_numpy())
     held = during(events, roots, fwd.start_s.to_numpy())
     held.index = fwd.index
-    held_label = held.phase + ":" + held.name + " " + (held.panel - fwd.panel.to_numpy() + 1).map("{:+d}".format)
+    held_label = describe(held)
     chain = pd.Series(hops, index=fwd.index)
-    behind = pd.Series(held.panel.to_numpy() - fwd.panel.to_numpy() + 1 < 0, index=fwd.index)
+    behind = held.panel - offset < 0
     parity = pd.Series(roots % q % 2, index=fwd.index)  # the holder's column: CPU 0 if even (local rank % 2)
     # a panel's step: between the median rank's entries into consecutive panels' updates
     entry = events[events.phase == "update"].groupby(["panel", "rank"]).start_s.min().groupby("panel").median()

@@ -37,12 +37,16 @@ def nonoise(x):
     return x
 
 
-def median(doc: dict) -> dict:
-    laws = [c["kernels"]["dgemm"] for h in doc["hosts"].values() for c in h["cpus"]]
-    mean = {t: float(np.median([g["mean"].get(t, 0.0) for g in laws])) for t in TERMS}
-    sigma = {t: float(np.median([g["noise"]["sigma"].get(t, 0.0) for g in laws])) for t in TERMS}
+def _pool(laws: list[dict], reduce) -> None:
+    """Set every law of `laws` (mean and noise) to `reduce` of them, coefficient-wise."""
+    mean = {t: float(reduce([g["mean"].get(t, 0.0) for g in laws])) for t in TERMS}
+    sigma = {t: float(reduce([g["noise"]["sigma"].get(t, 0.0) for g in laws])) for t in TERMS}
     for g in laws:
         g["mean"], g["noise"]["sigma"] = dict(mean), dict(sigma)
+
+
+def median(doc: dict) -> dict:
+    _pool([c["kernels"]["dgemm"] for h in doc["hosts"].values() for c in h["cpus"]], np.median)
     return doc
 
 
@@ -113,11 +117,7 @@ def scaled(doc: dict, spec: str) -> dict:
 
 def hostmean(doc: dict) -> dict:
     for host in doc["hosts"].values():
-        laws = [c["kernels"]["dgemm"] for c in host["cpus"]]
-        mean = {t: float(np.mean([g["mean"].get(t, 0.0) for g in laws])) for t in TERMS}
-        sigma = {t: float(np.mean([g["noise"]["sigma"].get(t, 0.0) for g in laws])) for t in TERMS}
-        for g in laws:
-            g["mean"], g["noise"]["sigma"] = dict(mean), dict(sigma)
+        _pool([c["kernels"]["dgemm"] for c in host["cpus"]], np.mean)
     return doc
 
 

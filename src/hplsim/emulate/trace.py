@@ -306,6 +306,17 @@ def rank_breakdown(trace: Trace) -> pd.DataFrame:
     return out
 
 
+def _rows_by_rank(events: pd.DataFrame, who: str) -> dict[int, np.ndarray]:
+    """Each rank's row positions in `events`, checked to be in order of start (the
+    analysis helpers below search them by time)."""
+    start = events["start_s"].to_numpy()
+    groups = events.groupby("rank", sort=False).indices
+    for rows in groups.values():
+        if np.any(np.diff(start[rows]) < 0):
+            raise ValueError(f"{who}: each rank's events must be in order of start")
+    return groups
+
+
 def inside(events: pd.DataFrame, calls: pd.Series, phase: str, nested: str) -> np.ndarray:
     """For the rows of `events` that `calls` selects (events of phase `nested`), in order,
     whether the same rank's nearest events of other phases before and after each are both
@@ -317,9 +328,7 @@ def inside(events: pd.DataFrame, calls: pd.Series, phase: str, nested: str) -> n
     other = (events["phase"] != nested).to_numpy()
     in_phase = (events["phase"] == phase).to_numpy()
     hit = np.zeros(len(events), dtype=bool)
-    for rows in events.groupby("rank", sort=False).indices.values():
-        if np.any(np.diff(start[rows]) < 0):
-            raise ValueError("inside: each rank's events must be in order of start")
+    for rows in _rows_by_rank(events, "inside").values():
         mine, theirs = rows[chosen[rows]], rows[other[rows]]
         at = np.searchsorted(start[theirs], start[mine])
         ok = (at > 0) & (at < len(theirs))
@@ -332,9 +341,8 @@ def during(events: pd.DataFrame, ranks: np.ndarray, times: np.ndarray) -> pd.Dat
     """What each of `ranks` was doing at the matching time of `times`: the phase, name and
     panel of its event whose interval holds that time (the later one where two meet;
     empty strings and panel −2 if none does: "none" is a phase), as a frame in the order
-    asked. Finds what the receiver of a forwarded
-    panel was busy with when the forward began (validation.md E62). Each rank's events
-    must be in order of start."""
+    asked. Finds what the receiver of a forwarded panel was busy with when the forward
+    began (validation.md E62). Each rank's events must be in order of start."""
     ranks, times = np.asarray(ranks, dtype=np.int64), np.asarray(times, dtype=float)
     phase = np.full(len(ranks), "", dtype=object)
     name = np.full(len(ranks), "", dtype=object)
@@ -342,13 +350,11 @@ def during(events: pd.DataFrame, ranks: np.ndarray, times: np.ndarray) -> pd.Dat
     start, end = events["start_s"].to_numpy(), events["end_s"].to_numpy()
     panels = events["panel"].to_numpy()
     phases, names = events["phase"].astype(str).to_numpy(), events["name"].astype(str).to_numpy()
-    groups = events.groupby("rank", sort=False).indices
+    groups = _rows_by_rank(events, "during")
     for r in np.unique(ranks):
         rows = groups.get(int(r))
         if rows is None:
             continue
-        if np.any(np.diff(start[rows]) < 0):
-            raise ValueError("during: each rank's events must be in order of start")
         asked = np.flatnonzero(ranks == r)
         at = np.searchsorted(start[rows], times[asked], side="right") - 1
         ok = at >= 0
@@ -361,23 +367,20 @@ def during(events: pd.DataFrame, ranks: np.ndarray, times: np.ndarray) -> pd.Dat
     return pd.DataFrame({"phase": phase, "name": name, "panel": panel})
 
 
-def held_by(events: pd.DataFrame, ranks: np.ndarray, times: np.ndarray, limit: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+def held_by(events: pd.DataFrame, ranks: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each (rank, time): follow who waits for whom, from a blocking MPI call still
     waiting at that time (its `wait_s` not over) to its peer, and on, to the first rank
     that is not waiting (computing, transferring, or outside any event). Returns that
     rank and the number of waits followed, in the order asked: what held up a forwarded
     panel's sender through chains of blocked roll partners (validation.md E62). A chain
-    that comes back to a rank it passed (which a finished run cannot hold) or runs past
-    `limit` raises ValueError. Each rank's events must be in order of start."""
+    that comes back to a rank it passed (which a finished run cannot hold) raises
+    ValueError. Each rank's events must be in order of start."""
     ranks, times = np.asarray(ranks, dtype=np.int64), np.asarray(times, dtype=float)
     start = events["start_s"].to_numpy()
     waits_until = start + events["wait_s"].to_numpy()
     is_mpi = (events["kind"] == "mpi").to_numpy()
     peer = events["peer"].astype("float64").to_numpy()  # nullable: NaN for kernels and MPI_Wtime
-    groups = events.groupby("rank", sort=False).indices
-    for rows in groups.values():
-        if np.any(np.diff(start[rows]) < 0):
-            raise ValueError("held_by: each rank's events must be in order of start")
+    groups = _rows_by_rank(events, "held_by")
     holder, hops = ranks.copy(), np.zeros(len(ranks), dtype=np.int64)
     for j, (rank, t) in enumerate(zip(ranks, times)):
         seen = set()
@@ -389,7 +392,7 @@ def held_by(events: pd.DataFrame, ranks: np.ndarray, times: np.ndarray, limit: i
             row = rows[i]
             if not (is_mpi[row] and not np.isnan(peer[row]) and waits_until[row] > t):
                 break
-            if rank in seen or len(seen) >= limit:
+            if rank in seen:
                 raise ValueError(f"held_by: a cycle of waits through rank {rank} at {t} s")
             seen.add(int(rank))
             rank = int(peer[row])
