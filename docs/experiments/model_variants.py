@@ -4,6 +4,7 @@ Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
        python model_variants.py jan2020 MODEL.yaml OUT.yaml HISTORY.csv
        python model_variants.py scaled MODEL.yaml OUT.yaml NODE:CPU=FACTOR[,...]
        python model_variants.py hostmean MODEL.yaml OUT.yaml
+       python model_variants.py piecenomk MODEL.yaml OUT.yaml NB
   nonoise: every kernel's `noise:` set to `family: none` (E41)
   median:  every CPU's dgemm on the coefficient-wise median of the file's per-CPU dgemm
            laws, mean and noise (E42: no slow or noisy CPU; other kernels unchanged)
@@ -19,6 +20,10 @@ Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
            noise (E62: the nodes keep their speeds, a node's two CPUs no longer differ, so
            the even and the odd process columns, whose ranks sit on CPU 0 and CPU 1 of
            every node, run at one pace)
+  piecenomk: every dgemm law gains a piece claiming HPL's update pieces (n = NB columns,
+           k = NB) on the same law without its `mk` term, mean and noise (E63: the
+           bound where a piece pays nothing per call for the m x k operand; the law
+           charges it in full. Measured here, the truth lies between)
 """
 import sys
 
@@ -121,11 +126,22 @@ def hostmean(doc: dict) -> dict:
     return doc
 
 
+def piecenomk(doc: dict, nb: int) -> dict:
+    when = [f"n <= {nb}", f"n >= {nb}", f"k >= {nb}"]
+    laws = [doc["default"]["kernels"]["dgemm"]] + [
+        c["kernels"]["dgemm"] for h in doc.get("hosts", {}).values() for c in h["cpus"] if "dgemm" in c["kernels"]]
+    for law in laws:
+        drop = lambda terms: {t: v for t, v in terms.items() if t != "mk"}
+        law["pieces"] = [{"when": list(when), "mean": drop(law["mean"]),
+                          "noise": {**law["noise"], "sigma": drop(law["noise"]["sigma"])}}]
+    return doc
+
+
 if __name__ == "__main__":
     kind, src, out = sys.argv[1:4]
     variant = {"nonoise": nonoise, "median": median, "slowall": slowall,
                "jan2020": lambda d: jan2020(d, sys.argv[4]), "scaled": lambda d: scaled(d, sys.argv[4]),
-               "hostmean": hostmean}[kind]
+               "hostmean": hostmean, "piecenomk": lambda d: piecenomk(d, int(sys.argv[4]))}[kind]
     with open(src) as f:
         doc = yaml.safe_load(f)
     with open(out, "w") as f:

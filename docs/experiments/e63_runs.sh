@@ -1,0 +1,27 @@
+#!/bin/bash
+# E63: what HPL's update pieces (m x NB x NB, one call each while the next panel's
+# broadcast is pending) cost per call, measured here against a big call and against a law
+# of the Dahu calibrations' form fitted on their kind of design; then the Dahu emulation
+# with those pieces freed of the law's m*k charge (a bound), jan2020 CPUs on E52's platform
+# without the per-message cost, N = 250,000, binary exchange and spread-roll with
+# look-ahead (the roll ~1.8 h, the binary exchange ~1 h, two at once).
+set -e
+PY=${PYTHON:-python}
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${1:-/tmp/e63}
+ROOT=$(cd "$HERE/../.." && pwd)
+DATA=${DATA:-$ROOT/../shared/data}
+HPLSIM=${HPLSIM:-hplsim}
+"$HERE/e52_median_inputs.sh" "$OUT"
+MODEL=$($PY -c 'from hplsim.presets import dahu; print(dahu.MODEL_FILE)')
+cd "$OUT"
+$PY "$HERE/e63_pieces.py" design mixed.csv
+$HPLSIM calibrate dgemm --experiment mixed.csv --warmup 2 --seed 54 --out mixed.zip --no-progress
+$PY "$HERE/e63_pieces.py" analyse mixed.zip > e63_pieces.out
+$PY "$HERE/model_variants.py" jan2020 "$MODEL" jan2020.yaml "$DATA/dahu/dgemm_calibration_history.csv"
+$PY "$HERE/model_variants.py" piecenomk jan2020.yaml jan2020_nomk.yaml 128
+for s in 1 0; do
+  $HPLSIM predict --preset dahu --platform e52.xml --model jan2020_nomk.yaml -N 250000 --bcast 2 --depth 1 \
+    --swap $s --seed 1 --json > "nomk_2,1,$s.json" &
+done
+wait
