@@ -18,6 +18,10 @@ cd "$OUT"
 $PY "$HERE/e63_pieces.py" design mixed.csv
 $HPLSIM calibrate dgemm --experiment mixed.csv --warmup 2 --seed 54 --out mixed.zip --no-progress
 $PY "$HERE/e63_pieces.py" analyse mixed.zip > e63_pieces.out
+$PY "$HERE/e63_pieces.py" alone alone.csv   # HPL's shapes only, on one core (in E63 a simulation ran on the other)
+$HPLSIM calibrate dgemm --experiment alone.csv --cores 1 --warmup 2 --seed 55 --out alone.zip --no-progress
+$PY "$HERE/e63_pieces.py" analyse alone.zip > e63_alone.out
+$PY "$HERE/e63_pieces.py" dahu "$DATA/dahu/dgemm_raw.csv" > e63_dahu.out
 $PY "$HERE/model_variants.py" jan2020 "$MODEL" jan2020.yaml "$DATA/dahu/dgemm_calibration_history.csv"
 $PY "$HERE/model_variants.py" piecenomk jan2020.yaml jan2020_nomk.yaml 128
 for s in 1 0; do
@@ -25,3 +29,7 @@ for s in 1 0; do
     --swap $s --seed 1 --json > "nomk_2,1,$s.json" &
 done
 wait
+# DEPTH 0 on jan2020 without the cost (no update pieces without look-ahead: the same run
+# serves both model files)
+$HPLSIM predict --preset dahu --platform e52.xml --model jan2020.yaml -N 250000 --bcast 2 --depth 0 \
+  --swap 0 --seed 1 --json > "base_2,0,0.json"
