@@ -1,6 +1,7 @@
 """E63: does a dgemm law of the Dahu calibrations' form (M-2: intercept, mnk, mn, mk, nk),
 fitted on their kind of design (uniform product up to 1e10, sides up to 15,012), price
 HPL's thin update pieces (m x NB x NB) right against a big update call (m x m x NB)?
+Measured here with both kinds of call, and on Dahu's own thin calls (dgemm_raw.csv).
 
     python e63_pieces.py design OUT.csv      # the design's rows, then HPL's shapes x 25
     hplsim calibrate dgemm --experiment OUT.csv --warmup 2 --seed 54 --out mixed.zip
