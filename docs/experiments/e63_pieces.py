@@ -31,19 +31,23 @@ REPEATS = 25
 BOOT = 2000  # bootstrap draws for the measured ratio's 90 % interval (seeded)
 
 
+def _hpl(m: int, n: int) -> dict:
+    return dict(m=m, n=n, k=NB, lda=LD, ldb=LD, ldc=LD)
+
+
 def design(out: str, seed: int = 53) -> None:
     points = blas_design("dgemm", "uniform-product", rows=500, seed=seed, max_product=1e10, max_side=15012).points
     rows = [dict(m=r.m, n=r.n, k=r.k, lda="", ldb="", ldc="") for r in points.itertuples()]
     for m in HEIGHTS:
         for n in (NB, 2 * NB, m):
-            rows += [dict(m=m, n=n, k=NB, lda=LD, ldb=LD, ldc=LD)] * REPEATS
+            rows += [_hpl(m, n)] * REPEATS
     pd.DataFrame(rows).to_csv(out, index=False)
 
 
 def alone(out: str) -> None:
     rows = []
     for m in HEIGHTS[:2]:
-        rows += [dict(m=m, n=NB, k=NB, lda=LD, ldb=LD, ldc=LD)] * 300 + [dict(m=m, n=m, k=NB, lda=LD, ldb=LD, ldc=LD)] * 60
+        rows += [_hpl(m, NB)] * 300 + [_hpl(m, m)] * 60
     pd.DataFrame(rows).to_csv(out, index=False)
 
 

@@ -21,9 +21,9 @@ Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
            the even and the odd process columns, whose ranks sit on CPU 0 and CPU 1 of
            every node, run at one pace)
   piecenomk: every dgemm law gains a piece claiming HPL's update pieces (n = NB columns,
-           k = NB) on the same law without its `mk` term, mean and noise (E63: the
-           bound where a piece pays nothing per call for the m x k operand; the law
-           charges it in full. Measured here, the truth lies between)
+           k = NB) on the same law without its `mk` term, mean and noise (E63: the far
+           bound, a piece paying nothing per call for its m x k operand; Dahu's own
+           thin calls paid about the law's full charge)
 """
 import sys
 
