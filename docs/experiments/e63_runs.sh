@@ -33,3 +33,10 @@ wait
 # serves both model files)
 $HPLSIM predict --preset dahu --platform e52.xml --model jan2020.yaml -N 250000 --bcast 2 --depth 0 \
   --swap 0 --seed 1 --json > "base_2,0,0.json"
+# E62's slice with the same variant on the median CPUs
+$PY "$HERE/model_variants.py" piecenomk median.yaml median_nomk.yaml 128
+for s in 0 1; do
+  $HPLSIM predict --nb 128 --pfact 1 --rfact 2 --bcast 2 --depth 1 --platform e52.xml --json -P 32 -Q 16 -N 50000 \
+    --ranks-per-host 16 --model median_nomk.yaml --swap $s --seed 1 > "g_median_nomk_32x16_50000_${s}_seed1.json" &
+done
+wait
