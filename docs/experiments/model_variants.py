@@ -130,8 +130,10 @@ def piecenomk(doc: dict, nb: int) -> dict:
     when = [f"n <= {nb}", f"n >= {nb}", f"k >= {nb}"]
     laws = [doc["default"]["kernels"]["dgemm"]] + [
         c["kernels"]["dgemm"] for h in doc.get("hosts", {}).values() for c in h["cpus"] if "dgemm" in c["kernels"]]
+    def drop(terms: dict) -> dict:
+        return {t: v for t, v in terms.items() if t != "mk"}
+
     for law in laws:
-        drop = lambda terms: {t: v for t, v in terms.items() if t != "mk"}
         law["pieces"] = [{"when": list(when), "mean": drop(law["mean"]),
                           "noise": {**law["noise"], "sigma": drop(law["noise"]["sigma"])}}]
     return doc
