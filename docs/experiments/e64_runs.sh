@@ -2,8 +2,8 @@
 # E64: is the spread-roll's loss with look-ahead at N = 250,000 the time of the intra-node
 # hop that forwards the next panel (8 MB)? jan2020 CPUs on E52's platform without the
 # per-message cost, once with the loaded loopback (E52, 3.07 GB/s: E60/E63's runs) and once
-# with the idle ping-pong's (the published 18.3 GB/s, a bound), BCAST 2, DEPTH 1, binary
-# exchange and spread-roll with and without look-ahead, seed 1 (walls two at once: the roll
+# with the idle ping-pong's (the published 18.3 GB/s, a bound), BCAST 2, binary exchange
+# and spread-roll with and without look-ahead, seed 1 (walls two at once: the roll
 # with look-ahead 1.5 h, the binary exchange 42 min, DEPTH 0 23-60 min); then the reference
 # at the classical loaded ping-pong's rate (4.9 GB/s, E51's second source).
 set -e
