@@ -19,3 +19,8 @@ run() {
 run 0 1 1 &
 run 1 1 1 &
 wait
+# then the 1-ring's binary exchange with look-ahead, and the modified 2-ring (this one was
+# stopped unfinished after 71 minutes, at the end of the session)
+run 0 1 0 &
+run 3 1 1 &
+wait
