@@ -6,15 +6,10 @@
 # look-ahead, longM and the spread-roll without look-ahead (walls two at once: the roll with
 # look-ahead about 1.5 h, the others 22-75 min).
 set -e
-PY=${PYTHON:-python}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/e65}
-ROOT=$(cd "$HERE/../.." && pwd)
-DATA=${DATA:-$ROOT/../shared/data}
 HPLSIM=${HPLSIM:-hplsim}
-"$HERE/e52_median_inputs.sh" "$OUT"
-MODEL=$($PY -c 'from hplsim.presets import dahu; print(dahu.MODEL_FILE)')
-$PY "$HERE/model_variants.py" jan2020 "$MODEL" "$OUT/jan2020.yaml" "$DATA/dahu/dgemm_calibration_history.csv"
+"$HERE/jan2020_inputs.sh" "$OUT"
 cd "$OUT"
 # 268,435,456 B in 0.0553 s over SimGrid's bandwidth factor beyond 63 kB (as E64)
 sed 's/loopback_bw="[^"]*"/loopback_bw="4.92GBps"/' e52.xml > lo49.xml

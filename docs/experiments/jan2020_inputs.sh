@@ -1,6 +1,7 @@
 #!/bin/bash
-# Writes into $1 the inputs of E60-E66: E52's platform without the per-message cost
-# (e52.xml), E42's median CPUs (median.yaml) and the January 2020 CPUs of E58 (jan2020.yaml).
+# Writes into $1 the inputs of E60-E66 (e65_runs.sh and e66_runs.sh call it): E52's
+# platform without the per-message cost (e52.xml), E42's median CPUs (median.yaml) and
+# the January 2020 CPUs of E58 (jan2020.yaml).
 set -e
 PY=${PYTHON:-python}
 HERE=$(cd "$(dirname "$0")" && pwd)
