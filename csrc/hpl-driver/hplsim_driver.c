@@ -39,6 +39,7 @@ int main(int argc, char **argv)
     if (out) {
       hplsim_runtime_report(out, rank);
       hplsim_probe_report(out, rank);
+      hplsim_exchange_report(out, rank);
       fclose(out);
     }
   }

@@ -15,6 +15,7 @@
 #include <smpi/smpi.h>
 
 #include "blas.h"
+#include "exchange.h"
 #include "fatal.h"
 #include "kernels.h"
 #include "matrix.h"

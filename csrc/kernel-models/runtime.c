@@ -85,6 +85,20 @@ void hplsim_flush(void)
   }
 }
 
+/* Point-to-point messages the rank sent through SimGrid (HPL's sends flush through here). */
+static unsigned long sends;
+
+void hplsim_flush_send(void)
+{
+  sends++;
+  hplsim_flush();
+}
+
+unsigned long hplsim_sends(void)
+{
+  return sends;
+}
+
 int hplsim_random_index(int n)
 {
   return (int)(((unsigned __int128)hplsim_rng_next(&pivot_rng) * (unsigned)n) >> 64);

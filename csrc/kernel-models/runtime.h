@@ -17,6 +17,12 @@ void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2);
 /* Inject the time accounted since the rank's last MPI call (called before each MPI call). */
 void hplsim_flush(void);
 
+/* hplsim_flush before one of HPL's sends, counted (the patched hpl_pmisc.h calls it). */
+void hplsim_flush_send(void);
+
+/* How many point-to-point messages the rank sent through the simulated network. */
+unsigned long hplsim_sends(void);
+
 /* How many MPI calls the rank has made (each is preceded by hplsim_flush). */
 unsigned long hplsim_mpi_calls(void);
 

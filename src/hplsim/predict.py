@@ -75,6 +75,8 @@ class Prediction:
     sim_page_table_bytes: int = 0
     #: relative sd of HPL's time from the model's declared uncertainty (models/intervals.py)
     model_rsd: float = 0.0
+    #: how the pivot search's exchanges ran, and under `checked` how far the model landed
+    exchanges: dict | None = None
 
     def to_dict(self) -> dict:
         extra = {"breakdown": self.breakdown} if self.breakdown is not None else {}
@@ -95,6 +97,7 @@ class Prediction:
             "model_digest": self.model_digest,
             "hplsim_version": __version__,
             **interval([self.gflops], self.model_rsd).to_dict(),
+            **({"exchanges": self.exchanges} if self.exchanges is not None else {}),
             **extra,
         }
 
@@ -180,6 +183,40 @@ def _parse_result(stdout: str, config: HplConfig) -> tuple[float, float]:
     raise HplsimError("simulation finished without a result line (see HPL's output with --keep DIR)")
 
 
+#: how the pivot search's exchange within a process column runs (docs/predict.md, "Modelled
+#: exchanges"): modelled (the default: the column's candidates meet in shared memory and
+#: each rank pays what HPL's messages would have cost it alone on the network), messages
+#: (HPL's own messages, the reference), checked (messages, and each exchange compared
+#: with what the model gives for the same entries)
+EXCHANGES = ("modelled", "messages", "checked")
+
+
+def _exchanges(report: str, mode: str) -> dict:
+    """The ranks' HPLSIM_EXCHANGES lines: the pivot searches' exchanges per rank (max),
+    and under `checked` the model's largest and mean distance from the messages' times."""
+    count = checked = differ = sends = replayed = 0
+    dt_sum, dt_max = 0.0, 0.0
+    for line in report.splitlines():
+        fields = line.split()
+        if not fields or fields[0] != "HPLSIM_EXCHANGES":
+            continue
+        count = max(count, int(fields[3]))
+        extra = dict(f.split(":", 1) for f in fields[4:])
+        sends += int(extra.pop("sends", 0))
+        replayed += int(extra.pop("replayed_sends", 0))
+        if extra:
+            checked += int(extra["checked"])
+            differ += int(extra["winners_differ"])
+            dt_sum += float(extra["dt_sum"])
+            dt_max = max(dt_max, float(extra["dt_abs_max"]))
+    doc: dict = {"mode": mode, "pivot_exchanges_per_rank": count, "simulated_messages": sends,
+                 "modelled_messages": replayed}
+    if mode == "checked":
+        doc.update(checked=checked, winners_differ=differ, model_minus_messages_mean_s=dt_sum / checked if checked else 0.0,
+                   model_minus_messages_abs_max_s=dt_max)
+    return doc
+
+
 def _breakdown(report: str, hpl_time: float) -> dict:
     """Per rank: modelled compute time, and the rest of HPL's time (MPI: transfers and
     waiting); per kernel: calls and seconds summed over ranks."""
@@ -225,6 +262,7 @@ def predict(
     breakdown: bool = False,
     trace: TraceRequest | None = None,
     progress: Listener | None = None,
+    exchanges: str = "modelled",
 ) -> Prediction:
     """HPL's performance for `config` on `platform` with the kernel models of `model`:
     one simulation, its noise drawn from `seed` (same inputs and seed, same bits).
@@ -244,6 +282,8 @@ def predict(
     >>> a.gflops > 0, a.gflops == b.gflops, a.time_s == b.time_s
     (True, True, True)
     """
+    if exchanges not in EXCHANGES:
+        raise HplsimError(f"exchanges {exchanges!r}: expected one of {', '.join(EXCHANGES)}")
     used = check_inputs(config, platform, model.model)
     folding = folding_config()
     check_mapping_budget(config, folding)
@@ -266,15 +306,15 @@ def predict(
                 config.ranks, {**folding, **platform.config, **trace_cfg}, timeout,
                 preloads=simulation_preloads(binary),
                 env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, "HPLSIM_HOSTFILE": str(work / "hostfile"),
-                     **trace_vars, **(pipe.env if pipe else {})},
+                     "HPLSIM_EXCHANGES": exchanges, **trace_vars, **(pipe.env if pipe else {})},
                 pass_fds=(pipe.fd,) if pipe else (),
             )
         if keep_dir:
             (work / "stdout.txt").write_text(out.stdout)
             (work / "stderr.txt").write_text(out.stderr)
         time_s, gflops = _parse_result(out.stdout, config)
-        split = (_breakdown(report.read_text() if report.exists() else "", time_s)
-                 if breakdown or KERNEL_REPORT else None)
+        report_text = report.read_text() if report.exists() else ""
+        split = _breakdown(report_text, time_s) if breakdown or KERNEL_REPORT else None
         free = zero_cost_kernels(split, drawn.model, used) if split else []
         if "dgemm" in free:
             raise HplsimError("every dgemm call's modelled duration is <= 0 s (clamped to 0): the model's dgemm law "
@@ -290,6 +330,7 @@ def predict(
             platform.label, platform.digest(), model.label, model.digest, split if breakdown else None,
             _sampled(model.model, drawn), out.peak_maps, out.peak_page_table_bytes,
             model_rsd(model.model, kernel_shares(split, time_s)) if split else model_rsd(model.model),
+            _exchanges(report_text, exchanges),
         )
         if trace:
             write_run_trace(trace, work, pred.to_dict())
@@ -377,6 +418,12 @@ def _format_breakdown(p: Prediction) -> str:
 @click.option("--trace-panels", type=click.IntRange(min=1),
               help="With --trace: record only HPL's first K panels (cheap at any rank count).")
 @click.option("--trace-paje", is_flag=True, help="With --trace: also write SMPI's own Paje trace (ViTE) there.")
+@click.option("--exchanges", type=click.Choice(EXCHANGES), default="modelled", show_default=True,
+              help="The pivot search's exchange within a process column: 'modelled' (candidates meet in "
+                   "shared memory, each rank pays what HPL's messages cost it on the platform's network "
+                   "laws; fast), 'messages' (HPL's own messages, simulated one by one: the reference), "
+                   "'checked' (messages, each exchange also compared with the model; the JSON's "
+                   "`exchanges` says how far it landed). docs/predict.md, Modelled exchanges.")
 def predict_command(**opts) -> None:
     """Predict HPL's Gflops on a simulated platform by emulating HPL under SimGrid/SMPI.
 
@@ -439,7 +486,8 @@ def predict_command(**opts) -> None:
                     with PanelBar(config.n, config.nb, desc, leave=False, disable=not show_progress) as bar:
                         runs.append(predict(config, platform, model, opts["seed"] + r, opts["timeout"], where,
                                             opts["breakdown"], trace if r == 0 else None,
-                                            progress=bar if show_progress else None))
+                                            progress=bar if show_progress else None,
+                                            exchanges=opts["exchanges"]))
                         bar.finish()
                 preds.append(runs)
             except HplsimError as exc:

@@ -27,7 +27,7 @@ PATCH = "hpl-patch/hpl-2.0-hplsim.patch"
 DRIVER = "hpl-driver/hplsim_driver.c"
 RUNTIME_DIR = "kernel-models"
 RUNTIME_SOURCES = ("runtime.c", "fatal.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c", "comms.c",
-                   "progress.c", "matrix.c", "trace.c")
+                   "progress.c", "matrix.c", "trace.c", "exchange.c", "netlaws.c", "simgrid_config.cpp")
 # The trace recorder wraps HPL's MPI calls and phase functions at link time: one
 # `-Wl,--wrap=NAME` per `__wrap_NAME` it defines (declared there, once).
 TRACE_SOURCE = "trace.c"
@@ -60,10 +60,11 @@ class Flavor:
 # text is paid once per rank, so optimise for size and drop what HPL's driver never calls.
 EMULATED = Flavor("emulated", "smpicc",
                   ("-Os", "-ffunction-sections", "-fdata-sections", *COMMON_DEFINES, "-DHPLSIM_EMULATION"),
-                  ("-Wl,--gc-sections", "-lm"), True)
+                  ("-Wl,--gc-sections", "-lstdc++", "-lm"), True)
 # A diagnostic build: HPL's own per-phase timers (factorization, swaps, update, …). The
 # timers call MPI_Wtime, which SMPI may charge (smpi/wtime): run it with smpi/wtime:0.
-EMULATED_TIMING = Flavor("emulated-timing", "smpicc", (*EMULATED.cflags, "-DHPL_DETAILED_TIMING"), ("-lm",), True)
+EMULATED_TIMING = Flavor("emulated-timing", "smpicc", (*EMULATED.cflags, "-DHPL_DETAILED_TIMING"), ("-lstdc++", "-lm"),
+                         True)
 REAL = Flavor("real", "mpicc", ("-O3", *COMMON_DEFINES), ("-lopenblas", "-lm"), False)
 
 

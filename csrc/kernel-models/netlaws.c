@@ -1,0 +1,146 @@
+/* The price of one MPI message on the platform's network model, for the modelled
+ * exchanges (exchange.c): the same laws SMPI applies to a real message, read from the
+ * simulation's configuration (the platform file's <config> and the command line) and from
+ * SimGrid's routing, so that a modelled exchange and a message-level one are priced by
+ * one description of the network.
+ *
+ * What SMPI 3.32 charges a blocking point-to-point message when nothing competes with it:
+ * - smpi/os(size), slept by the sender before posting, and smpi/or(size), slept by the
+ *   receiver once the data are in, both only for a detached send (size below
+ *   smpi/send-is-detached-thresh); a host property of the same name overrides the option;
+ * - the transfer: route latency x smpi/lat-factor(size) + size / (rate x
+ *   smpi/bw-factor(size)), where the rate is the route's smallest bandwidth bounded by
+ *   network/TCP-gamma / (2 x route latency) (CM02's window bound, on the unscaled latency);
+ * - a piecewise law "b0:v;b1:v;..." applies the piece of the largest breakpoint strictly
+ *   below the size (SimGrid sorts the pieces; a size at or below the first breakpoint
+ *   takes the first piece).
+ * Contention with other flows is what this leaves out; the exchanges it prices are a few
+ * kB each (docs/predict.md, "Modelled exchanges"). */
+#include <math.h>
+#include <simgrid/host.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xbt/config.h>
+#include <xbt/dynar.h>
+
+#include "fatal.h"
+#include "netlaws.h"
+
+int hplsim_config_text(const char *name, char *out, unsigned long size); /* simgrid_config.cpp */
+
+#define MAX_PIECES 32
+
+typedef struct {
+  int n;
+  double bound[MAX_PIECES];
+  double value[MAX_PIECES][2]; /* factor; or intercept and per-byte slope */
+} law;
+
+static void parse(const char *what, const char *text, int arity, law *out)
+{
+  out->n = 0;
+  char copy[4096];
+  snprintf(copy, sizeof copy, "%s", text);
+  char *save = NULL;
+  for (char *piece = strtok_r(copy, ";", &save); piece; piece = strtok_r(NULL, ";", &save)) {
+    while (*piece == ' ')
+      piece++;
+    if (!*piece)
+      continue;
+    if (out->n == MAX_PIECES)
+      hplsim_fatal("%s has more than %d pieces", what, MAX_PIECES);
+    double v[3] = {0, 0, 0};
+    char *end = piece;
+    for (int i = 0; i <= arity; i++) {
+      v[i] = strtod(end, &end);
+      if (i < arity) {
+        if (*end != ':')
+          hplsim_fatal("cannot read %s: \"%s\"", what, text);
+        end++;
+      }
+    }
+    /* SimGrid sorts the pieces by breakpoint: insert in order */
+    int k = out->n++;
+    while (k > 0 && out->bound[k - 1] > v[0]) {
+      out->bound[k] = out->bound[k - 1];
+      out->value[k][0] = out->value[k - 1][0];
+      out->value[k][1] = out->value[k - 1][1];
+      k--;
+    }
+    out->bound[k] = v[0];
+    out->value[k][0] = v[1];
+    out->value[k][1] = arity > 1 ? v[2] : 0.0;
+  }
+}
+
+static double eval(const law *l, double size, double empty)
+{
+  if (l->n == 0)
+    return empty;
+  int k = 0;
+  for (int i = 1; i < l->n; i++)
+    if (size > l->bound[i])
+      k = i;
+  return l->value[k][0] + l->value[k][1] * size;
+}
+
+static void read_law(const char *name, int arity, law *out)
+{
+  char text[4096];
+  if (hplsim_config_text(name, text, sizeof text) != 0)
+    hplsim_fatal("cannot read SimGrid's option %s", name);
+  parse(name, text, arity, out);
+}
+
+static struct {
+  int ready;
+  law os, or_, lat, bw;
+  double gamma;
+  int detached, async;
+} net;
+
+static void load(void)
+{
+  if (net.ready)
+    return;
+  read_law("smpi/os", 2, &net.os);
+  read_law("smpi/or", 2, &net.or_);
+  read_law("smpi/lat-factor", 1, &net.lat);
+  read_law("smpi/bw-factor", 1, &net.bw);
+  net.gamma = sg_cfg_get_double("network/TCP-gamma");
+  net.detached = sg_cfg_get_int("smpi/send-is-detached-thresh");
+  net.async = sg_cfg_get_int("smpi/async-small-thresh");
+  net.ready = 1;
+}
+
+/* A host's own smpi/os or smpi/or (a host property) overrides the option. */
+static double overhead(sg_host_t host, const char *name, const law *global, double size)
+{
+  const char *own = sg_host_get_property_value(host, name);
+  if (!own)
+    return eval(global, size, 0.0);
+  law l;
+  parse(name, own, 2, &l);
+  return eval(&l, size, 0.0);
+}
+
+void hplsim_route(sg_host_t src, sg_host_t dst, double *latency, double *bandwidth)
+{
+  *latency = sg_host_get_route_latency(src, dst);
+  *bandwidth = sg_host_get_route_bandwidth(src, dst);
+}
+
+void hplsim_message_price(sg_host_t src, sg_host_t dst, double bytes, double route_latency,
+                          double route_bandwidth, hplsim_message_cost *cost)
+{
+  load();
+  cost->detached = bytes < net.detached;
+  cost->eager = bytes < net.async;
+  cost->send_overhead = cost->detached ? overhead(src, "smpi/os", &net.os, bytes) : 0.0;
+  cost->recv_overhead = cost->detached ? overhead(dst, "smpi/or", &net.or_, bytes) : 0.0;
+  double rate = route_bandwidth;
+  if (net.gamma > 0 && route_latency > 0 && net.gamma / (2.0 * route_latency) < rate)
+    rate = net.gamma / (2.0 * route_latency);
+  cost->transfer = route_latency * eval(&net.lat, bytes, 1.0) + bytes / (rate * eval(&net.bw, bytes, 1.0));
+}
