@@ -17,6 +17,12 @@ Scenarios (--scenario, default star):
             flow into one max-min system (lab notebook E44); a grid whose P is a multiple
             of 16 (--grid 64x94) runs several times faster.
 
+Each point runs once per mode of --exchanges (default: modelled, the default of predict; give
+`--exchanges modelled messages` for the two side by side, docs/predict.md "Modelled
+exchanges"). Beside wall and memory each row prints the messages the simulation sent
+through SimGrid's network model, the wall per such message (µs), the panels simulated per
+second, and, for a mode run beside `messages`, its Gflops relative to that reference.
+
 Besides wall time and PSS, every run reports the kernel-side cost of folding: the
 simulation's own page tables (VmPTE), the system-wide PageTables delta of /proc/meminfo
 over the run, the number of memory mappings of the simulation process (/proc/PID/maps),
@@ -54,7 +60,7 @@ from hplsim.emulate.smpirun import _descendants  # noqa: E402  (the simulation's
 from hplsim.hpl.config import HplConfig  # noqa: E402
 from hplsim.models.modelfile import ModelFile, load_model, save_model  # noqa: E402
 from hplsim.platform.spec import load_platform, spec_from_dict  # noqa: E402
-from hplsim.predict import ModelSource, predict  # noqa: E402
+from hplsim.predict import EXCHANGES, ModelSource, predict  # noqa: E402
 from hplsim.presets import DEFAULT, get_preset  # noqa: E402
 from hplsim.presets.stampede import TOP500_GFLOPS, TOP500_N  # noqa: E402
 
@@ -203,6 +209,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--sample-every", type=float, default=2.0, help="seconds between memory samples")
     ap.add_argument("--json", help="write the measurements to this JSON file")
+    ap.add_argument("--exchanges", nargs="+", choices=EXCHANGES, default=["modelled"],
+                    help="the pivot search's exchanges: run each point under each of these modes")
     args = ap.parse_args()
 
     if args.scenario == "star":
@@ -214,36 +222,52 @@ def main() -> None:
           f"allocator: {allocator() or 'glibc'}; "
           f"vm.max_map_count {max_map_count():,}; VMA memory from "
           f"{'/proc/slabinfo' if _vma_slab_bytes() is not None else f'mappings x {VMA_BYTES} B (slabinfo unreadable)'}")
-    head = (f"{'N':>8} {'grid':>7} {'wall s':>20} {'PSS MB':>14} {'VmPTE MB':>9} {'PT Δ MB':>8} {'maps':>9} "
-            f"{'maps MB':>8} {'total MB':>9} {'Gflops':>10} {'ref wall':>9} {'ref/ours':>9}")
+    head = (f"{'N':>8} {'grid':>7} {'exchanges':>9} {'wall s':>20} {'PSS MB':>14} {'VmPTE MB':>9} {'PT Δ MB':>8} "
+            f"{'maps':>9} {'maps MB':>8} {'total MB':>9} {'Gflops':>10} {'vs msgs':>8} {'messages':>11} "
+            f"{'µs/msg':>7} {'panels/s':>8} {'ref wall':>9} {'ref/ours':>9}")
     print(head, flush=True)
     rows = []
     for pt in points:
         c = pt.config
-        walls, pss, sides, gflops = [], [], [], None
-        for _ in range(args.repeat):
-            with KernelSide(args.sample_every) as side:
-                r = predict(c, pt.platform, pt.model, seed=1)
-            walls.append(r.sim_wall_s)
-            pss.append(r.sim_memory_bytes / 1e6)
-            sides.append(side)
-            gflops = r.gflops
-        worst = max(sides, key=lambda s: s.mapping_bytes + s.vm_pte_kb * 1024)
-        total = max(pss) + (worst.vm_pte_kb * 1024 + worst.mapping_bytes) / 1e6
-        ref = REFERENCE.get((c.n, c.p)) if args.scenario == "star" and c.p == c.q else None
-        ratio = f"{ref[0] / float(np.median(walls)):.2f}x" if ref else ""
-        print(f"{c.n:>8} {f'{c.p}x{c.q}':>7} {spread(walls):>20} {spread(pss):>14} {worst.vm_pte_kb / 1024:>9.1f} "
-              f"{worst.pagetables_delta_kb / 1024:>8.1f} {worst.mappings:>9,} {worst.mapping_bytes / 1e6:>8.1f} "
-              f"{total:>9.1f} {gflops:>10.6g} {(str(ref[0]) if ref else ''):>9} {ratio:>9}", flush=True)
-        rows.append(dict(n=c.n, nb=c.nb, p=c.p, q=c.q, wall_s=walls, pss_mb=pss, gflops=gflops,
-                         vm_pte_mb=worst.vm_pte_kb / 1024, pagetables_delta_mb=worst.pagetables_delta_kb / 1024,
-                         mappings=worst.mappings, mapping_mb=worst.mapping_bytes / 1e6, total_mb=total,
-                         reference_wall_s=ref[0] if ref else None, reference_pss_mb=ref[1] if ref else None))
-    report_laws(args.scenario, rows)
+        reference_gflops = None
+        # the reference first, so that every other mode's row can say how far it lands
+        for mode in sorted(args.exchanges, key=lambda m: m != "messages"):
+            walls, pss, sides, gflops, sent = [], [], [], None, 0
+            for _ in range(args.repeat):
+                with KernelSide(args.sample_every) as side:
+                    r = predict(c, pt.platform, pt.model, seed=1, exchanges=mode)
+                walls.append(r.sim_wall_s)
+                pss.append(r.sim_memory_bytes / 1e6)
+                sides.append(side)
+                gflops = r.gflops
+                sent = r.exchanges["simulated_messages"]
+            if mode == "messages":
+                reference_gflops = gflops
+            worst = max(sides, key=lambda s: s.mapping_bytes + s.vm_pte_kb * 1024)
+            total = max(pss) + (worst.vm_pte_kb * 1024 + worst.mapping_bytes) / 1e6
+            ref = REFERENCE.get((c.n, c.p)) if args.scenario == "star" and c.p == c.q else None
+            wall = float(np.median(walls))
+            ratio = f"{ref[0] / wall:.2f}x" if ref else ""
+            vs = f"{100 * (gflops / reference_gflops - 1):+.3f}%" if reference_gflops and mode != "messages" else ""
+            panels = -(-c.n // c.nb)
+            print(f"{c.n:>8} {f'{c.p}x{c.q}':>7} {mode:>9} {spread(walls):>20} {spread(pss):>14} "
+                  f"{worst.vm_pte_kb / 1024:>9.1f} {worst.pagetables_delta_kb / 1024:>8.1f} {worst.mappings:>9,} "
+                  f"{worst.mapping_bytes / 1e6:>8.1f} {total:>9.1f} {gflops:>10.6g} {vs:>8} {sent:>11,} "
+                  f"{1e6 * wall / max(sent, 1):>7.1f} {panels / wall:>8.2f} {(str(ref[0]) if ref else ''):>9} "
+                  f"{ratio:>9}", flush=True)
+            rows.append(dict(n=c.n, nb=c.nb, p=c.p, q=c.q, exchanges=mode, wall_s=walls, pss_mb=pss, gflops=gflops,
+                             gflops_vs_messages=(gflops / reference_gflops - 1) if vs else None,
+                             simulated_messages=sent, panels_per_s=panels / wall,
+                             vm_pte_mb=worst.vm_pte_kb / 1024, pagetables_delta_mb=worst.pagetables_delta_kb / 1024,
+                             mappings=worst.mappings, mapping_mb=worst.mapping_bytes / 1e6, total_mb=total,
+                             reference_wall_s=ref[0] if ref else None, reference_pss_mb=ref[1] if ref else None))
+    for mode in args.exchanges:
+        report_laws(args.scenario, [r for r in rows if r["exchanges"] == mode], mode)
     write_json(args.json, rows)
 
 
-def report_laws(scenario: str, rows: list[dict]) -> None:
+def report_laws(scenario: str, rows: list[dict], mode: str) -> None:
+    print(f"exchanges {mode}:")
     walls = [float(np.median(r["wall_s"])) for r in rows]
     if scenario == "star":
         if len(rows) >= 3:

@@ -25,6 +25,7 @@
  * the same entries: every rank compares its winner and its finishing time with the
  * replay's, and the run's report says how far they landed (hplsim_exchange_report). */
 #include <math.h>
+#include <mpi.h>
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
 #include <simgrid/engine.h>
@@ -91,9 +92,13 @@ static size_t column_stride(int nprow)
          2 * (size_t)nprow * (size_t)nprow * sizeof(double);
 }
 
+static size_t scratch_bytes(int nprow);
+static void set_scratch(char *at, int nprow);
+
 static column_head *column(int mycol)
 {
-  return (column_head *)(area + ALIGN(sizeof(area_head)) + (size_t)mycol * area_stride);
+  return (column_head *)(area + ALIGN(sizeof(area_head)) + ALIGN(scratch_bytes(area_nprow)) +
+                         (size_t)mycol * area_stride);
 }
 
 static slot *slots(column_head *c, int parity)
@@ -113,11 +118,12 @@ static void map_area(int nprow, int npcol)
   if (area && area_nprow == nprow && area_npcol == npcol)
     return;
   size_t stride = column_stride(nprow);
-  size_t size = ALIGN(sizeof(area_head)) + (size_t)npcol * stride;
+  size_t size = ALIGN(sizeof(area_head)) + ALIGN(scratch_bytes(nprow)) + (size_t)npcol * stride;
   area = hplsim_map_shared("hplsim-exchange", "HPLSIM_EXCHANGE_FD", &area_fd, size);
   area_nprow = nprow;
   area_npcol = npcol;
   area_stride = stride;
+  set_scratch(area + ALIGN(sizeof(area_head)), nprow);
   area_head *head = (area_head *)area;
   if (head->nprow != nprow || head->npcol != npcol) {
     /* a new grid (an HPL.dat may list several): ranks run one at a time, so the first one
@@ -224,7 +230,9 @@ typedef struct {
 } post;
 
 typedef struct {
-  int n, pc, stage, req;
+  int n, pc, stage;
+  int req;  /* the receive the next 'W' waits for */
+  int sent; /* a rendezvous send's message, in the receiver's inbox */
   double clock;
   op ops[MAX_OPS];
   post in[MAX_OPS];   /* messages sent to this rank, in order */
@@ -232,9 +240,23 @@ typedef struct {
   int nin, nreqs;
 } replay_rank;
 
+/* The replay's scratch: one for the whole simulation, in the shared area (the ranks run one
+ * at a time and a replay makes no simcall, so they never use it at once). A private one per
+ * rank cost 9 kB x P on every rank that replayed: 300 MB at 1,024 ranks. */
 static replay_rank *rr;
-static int rr_capacity;
+static double *done_buf;
 static unsigned long replayed_sends; /* messages this rank's replays stood for */
+
+static size_t scratch_bytes(int nprow)
+{
+  return (size_t)nprow * (sizeof(replay_rank) + sizeof(double));
+}
+
+static void set_scratch(char *at, int nprow)
+{
+  rr = (replay_rank *)at;
+  done_buf = (double *)(at + (size_t)nprow * sizeof(replay_rank));
+}
 
 typedef struct {
   column_head *col;
@@ -315,10 +337,10 @@ static int step(const replay_ctx *x, int d)
     }
     /* rendezvous: the send lasts until the transfer ends */
     if (r->stage == 0) {
-      r->req = post_message(x, d, o->peer, o->bytes, r->clock);
+      r->sent = post_message(x, d, o->peer, o->bytes, r->clock);
       r->stage = 1;
     }
-    const post *m = &rr[o->peer].in[r->req];
+    const post *m = &rr[o->peer].in[r->sent];
     if (!m->matched)
       return 0;
     r->clock = fmax(r->clock, m->arrival);
@@ -348,20 +370,13 @@ static int step(const replay_ctx *x, int d)
 static void replay(column_head *col, slot *s, int icurrow, int n0, double *done)
 {
   int nprow = col->nprow;
-  if (nprow > rr_capacity) {
-    free(rr);
-    rr = malloc((size_t)nprow * sizeof *rr);
-    if (!rr)
-      hplsim_fatal("out of memory (modelled exchange)");
-    rr_capacity = nprow;
-  }
   replay_ctx x = {col, s, icurrow, nprow};
   for (int d = 0; d < nprow; d++) {
     replay_rank *r = &rr[d];
     r->n = build_ops(d, nprow, n0, r->ops);
     for (int i = 0; i < r->n; i++)
       replayed_sends += r->ops[i].kind == 'S';
-    r->pc = r->stage = r->req = r->nin = r->nreqs = 0;
+    r->pc = r->stage = r->req = r->sent = r->nin = r->nreqs = 0;
     r->clock = s[row_of(&x, d)].entry;
   }
   for (;;) {
@@ -396,8 +411,6 @@ static void winner(const slot *s, int nprow, double *best)
 /* ------------------------------------------------------------ the rank's side */
 
 static unsigned long calls;   /* this rank's exchanges (each rank of a column counts alike) */
-static double *done_buf;
-static int done_capacity;
 static struct {
   int nprow, icurrow, n0;
   column_head *col;
@@ -414,7 +427,14 @@ int hplsim_mxswp_begin(double *work, int nprow, int myrow, int icurrow, int myco
     calls++;
     return 0;
   }
-  hplsim_flush(); /* the compute before the exchange, as HPL's first MPI call would inject */
+  /* The compute before the exchange, which HPL's first MPI call would inject. Modelled, a
+   * rank with its own core takes it into its entry time instead: one execution action less
+   * per rank and exchange, the same simulated time (it sleeps it with the exchange). */
+  double ahead = 0.0;
+  if (mode == MODELLED && hplsim_owns_core())
+    ahead = hplsim_take_pending();
+  else
+    hplsim_flush();
   map_area(nprow, npcol);
   column_head *col = column(mycol);
   if (col->nprow != nprow) {
@@ -427,7 +447,7 @@ int hplsim_mxswp_begin(double *work, int nprow, int myrow, int icurrow, int myco
   int parity = (int)(calls++ & 1);
   slot *all = slots(col, parity), *me = &all[myrow];
   memcpy(me->record, work, 4 * sizeof(double));
-  me->entry = simgrid_get_clock();
+  me->entry = simgrid_get_clock() + ahead;
   me->host = sg_host_self();
   if (mode == CHECKED) {
     pending.nprow = nprow;
@@ -441,13 +461,6 @@ int hplsim_mxswp_begin(double *work, int nprow, int myrow, int icurrow, int myco
   /* ranks run one at a time: the last to arrive sees every entry */
   if (++col->arrived == nprow) {
     col->arrived = 0;
-    if (nprow > done_capacity) {
-      free(done_buf);
-      done_buf = malloc((size_t)nprow * sizeof *done_buf);
-      if (!done_buf)
-        hplsim_fatal("out of memory (modelled exchange)");
-      done_capacity = nprow;
-    }
     replay(col, all, icurrow, n0, done_buf);
     for (int i = 0; i < nprow; i++)
       all[i].done = done_buf[i];
@@ -467,13 +480,6 @@ void hplsim_mxswp_end(const double *work)
     return;
   /* Every rank's result depends on every rank's candidate: all have entered by now. */
   int nprow = pending.nprow;
-  if (nprow > done_capacity) {
-    free(done_buf);
-    done_buf = malloc((size_t)nprow * sizeof *done_buf);
-    if (!done_buf)
-      hplsim_fatal("out of memory (modelled exchange)");
-    done_capacity = nprow;
-  }
   unsigned long kept = replayed_sends; /* these messages were simulated, not replayed */
   replay(pending.col, pending.all, pending.icurrow, pending.n0, done_buf);
   replayed_sends = kept;

@@ -8,9 +8,13 @@
  * - smpi/os(size), slept by the sender before posting, and smpi/or(size), slept by the
  *   receiver once the data are in, both only for a detached send (size below
  *   smpi/send-is-detached-thresh); a host property of the same name overrides the option;
- * - the transfer: route latency x smpi/lat-factor(size) + size / (rate x
- *   smpi/bw-factor(size)), where the rate is the route's smallest bandwidth bounded by
- *   network/TCP-gamma / (2 x route latency) (CM02's window bound, on the unscaled latency);
+ * - the transfer of the payload and SMPI's 16-byte envelope (tag, source, communicator):
+ *   route latency x smpi/lat-factor(size + 16) + (size + 16) / (rate x
+ *   smpi/bw-factor(size + 16)), where the rate is the route's smallest bandwidth bounded by
+ *   network/TCP-gamma / (2 x route latency) (CM02's window bound, on the unscaled latency).
+ *   The envelope is measured (lab notebook E67): a factor's breakpoint b switches at a
+ *   payload of b - 15 bytes, and one-way times grow by 16 bytes over the bandwidth; the
+ *   overheads and both thresholds take the payload;
  * - a piecewise law "b0:v;b1:v;..." applies the piece of the largest breakpoint strictly
  *   below the size (SimGrid sorts the pieces; a size at or below the first breakpoint
  *   takes the first piece).
@@ -26,10 +30,10 @@
 
 #include "fatal.h"
 #include "netlaws.h"
-
-int hplsim_config_text(const char *name, char *out, unsigned long size); /* simgrid_config.cpp */
+#include "simgrid_config.h"
 
 #define MAX_PIECES 32
+#define ENVELOPE 16.0 /* bytes SMPI adds to every message's payload on the network */
 
 typedef struct {
   int n;
@@ -98,7 +102,15 @@ static struct {
   law os, or_, lat, bw;
   double gamma;
   int detached, async;
+  int host_laws; /* some host has its own smpi/os or smpi/or */
 } net;
+
+/* The laws at the few sizes an exchange uses, evaluated once (without host overrides). */
+#define CACHED 8
+static struct {
+  double bytes, os, or_, lat, bw;
+} cache[CACHED];
+static int ncached;
 
 static void load(void)
 {
@@ -111,6 +123,11 @@ static void load(void)
   net.gamma = sg_cfg_get_double("network/TCP-gamma");
   net.detached = sg_cfg_get_int("smpi/send-is-detached-thresh");
   net.async = sg_cfg_get_int("smpi/async-small-thresh");
+  size_t n = sg_host_count();
+  sg_host_t *hosts = sg_host_list();
+  for (size_t i = 0; i < n && !net.host_laws; i++)
+    net.host_laws = sg_host_get_property_value(hosts[i], "smpi/os") || sg_host_get_property_value(hosts[i], "smpi/or");
+  free(hosts);
   net.ready = 1;
 }
 
@@ -135,12 +152,23 @@ void hplsim_message_price(sg_host_t src, sg_host_t dst, double bytes, double rou
                           double route_bandwidth, hplsim_message_cost *cost)
 {
   load();
+  int k = 0;
+  while (k < ncached && cache[k].bytes != bytes)
+    k++;
+  if (k == ncached) {
+    k = ncached < CACHED ? ncached++ : CACHED - 1;
+    cache[k].bytes = bytes;
+    cache[k].os = eval(&net.os, bytes, 0.0);
+    cache[k].or_ = eval(&net.or_, bytes, 0.0);
+    cache[k].lat = eval(&net.lat, bytes + ENVELOPE, 1.0);
+    cache[k].bw = eval(&net.bw, bytes + ENVELOPE, 1.0);
+  }
   cost->detached = bytes < net.detached;
   cost->eager = bytes < net.async;
-  cost->send_overhead = cost->detached ? overhead(src, "smpi/os", &net.os, bytes) : 0.0;
-  cost->recv_overhead = cost->detached ? overhead(dst, "smpi/or", &net.or_, bytes) : 0.0;
+  cost->send_overhead = !cost->detached ? 0.0 : net.host_laws ? overhead(src, "smpi/os", &net.os, bytes) : cache[k].os;
+  cost->recv_overhead = !cost->detached ? 0.0 : net.host_laws ? overhead(dst, "smpi/or", &net.or_, bytes) : cache[k].or_;
   double rate = route_bandwidth;
   if (net.gamma > 0 && route_latency > 0 && net.gamma / (2.0 * route_latency) < rate)
     rate = net.gamma / (2.0 * route_latency);
-  cost->transfer = route_latency * eval(&net.lat, bytes, 1.0) + bytes / (rate * eval(&net.bw, bytes, 1.0));
+  cost->transfer = route_latency * cache[k].lat + (bytes + ENVELOPE) / (rate * cache[k].bw);
 }

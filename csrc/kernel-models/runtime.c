@@ -1,10 +1,13 @@
 /* Per-rank set-up and the injection of modelled durations into the simulation. */
 #include <mpi.h>
+#include <simgrid/actor.h>
+#include <simgrid/host.h>
 #include <smpi/smpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "comms.h"
 #include "fatal.h"
 #include "model.h"
 #include "progress.h"
@@ -73,6 +76,35 @@ unsigned long hplsim_mpi_calls(void)
   return mpi_calls;
 }
 
+int hplsim_owns_core(void)
+{
+  static int owns = -1;
+  if (owns < 0) {
+    int size, here = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int w = 0; w < size; w++)
+      here += hplsim_same_host(w);
+    owns = here <= sg_host_core_count(sg_host_self());
+  }
+  return owns;
+}
+
+/* How modelled compute is injected. A rank with a core of its own computes alone on it:
+ * an execution on the host's CPU lasts exactly its duration, and so does a sleep, which
+ * SimGrid's CPU model does not couple to the host's other actions (each execution
+ * re-solves the host's shared constraint when it starts and ends: E67). So such a rank
+ * sleeps; a rank sharing cores with others executes, and SimGrid shares the cores.
+ * HPLSIM_INJECT=exec executes always (SMPI's Paje trace shows only executions). */
+static int sleeps(void)
+{
+  static int mode = -1;
+  if (mode < 0) {
+    const char *how = getenv("HPLSIM_INJECT");
+    mode = how && strcmp(how, "exec") == 0 ? 0 : hplsim_owns_core();
+  }
+  return mode;
+}
+
 void hplsim_flush(void)
 {
   mpi_calls++;
@@ -81,8 +113,23 @@ void hplsim_flush(void)
     pending = 0.0;
     if (hplsim_on_flush)
       hplsim_on_flush();
-    smpi_execute_benched(seconds);
+    if (sleeps())
+      sg_actor_sleep_for(seconds);
+    else
+      smpi_execute_benched(seconds);
   }
+}
+
+double hplsim_take_pending(void)
+{
+  mpi_calls++;
+  double seconds = pending;
+  if (seconds > 0.0) {
+    pending = 0.0;
+    if (hplsim_on_flush)
+      hplsim_on_flush();
+  }
+  return seconds;
 }
 
 /* Point-to-point messages the rank sent through SimGrid (HPL's sends flush through here). */

@@ -17,6 +17,13 @@ void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2);
 /* Inject the time accounted since the rank's last MPI call (called before each MPI call). */
 void hplsim_flush(void);
 
+/* 1 if no more ranks run on this rank's host than it has cores (from the hostfile). */
+int hplsim_owns_core(void);
+
+/* As hplsim_flush, but the modelled time is returned instead of injected: the caller
+ * accounts for it itself (the modelled exchange starts that much later, exchange.c). */
+double hplsim_take_pending(void);
+
 /* hplsim_flush before one of HPL's sends, counted (the patched hpl_pmisc.h calls it). */
 void hplsim_flush_send(void);
 

@@ -3,11 +3,13 @@
  * runtime's one C++ file; everything else stays C. */
 #include <xbt/config.hpp>
 
+#include "simgrid_config.h"
+
 #include <cstring>
 #include <exception>
 #include <string>
 
-extern "C" int hplsim_config_text(const char* name, char* out, unsigned long size)
+int hplsim_config_text(const char* name, char* out, unsigned long size)
 {
   try {
     std::string const& value = simgrid::config::get_value<std::string>(name);
