@@ -77,6 +77,8 @@ def trace_env(request: TraceRequest, work: Path) -> tuple[dict[str, str], dict[s
     if request.paje:
         cfg = {"tracing": "yes", "tracing/smpi": "yes", "tracing/smpi/computing": "yes",
                "tracing/filename": str(work / PAJE)}
+        # SMPI traces executions as computing states, not sleeps (docs/predict.md)
+        env["HPLSIM_INJECT"] = "exec"
     return cfg, env
 
 
