@@ -16,7 +16,7 @@ def test_tune_doc_examples_run(tmp_path):
     assert "Recommendation: N=" in tuned.stdout and "Sensitivity" in tuned.stdout
     assert read_hpl_dat(tmp_path / "HPL.dat").grids == ((1, 2),)
     assert "90 % interval, WR12R2C2 N=2000 NB=64 2x2: [" in predicted.stdout and "(3 seeds)" in predicted.stdout
-    assert "configurations at N=2712" in planned.stdout and "Nothing simulated (--plan)." in planned.stdout
+    assert "configurations at N=6632" in planned.stdout and "Nothing simulated (--plan)." in planned.stdout
 
 
 @pytest.mark.slow

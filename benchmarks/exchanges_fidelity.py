@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Same predictions? The modelled pivot exchange against HPL's messages (issue 54).
+
+Every scenario runs twice with the same seed: `--exchanges messages` (the reference) and
+`--exchanges modelled` (the default); the table gives both Gflops, the move of the
+modelled one, and both simulations' wall time. Target: every move within 0.5 %, the
+median within 0.2 % (docs/predict.md "Modelled exchanges", lab notebook E67).
+
+Sets (--set, any of them):
+
+  local     8×8 and 16×16 (N = 10,000, NB 128) under every BCAST × DEPTH × SWAP, on a
+            one-switch cluster of one-rank hosts (12.5 GB/s, 1 µs) and on a slice of the
+            Dahu preset (its platform, 32 ranks a node, its models)
+  dahu      the Dahu preset's N-sweep: N = 50,000, 100,000, 250,000, 500,000
+  factorial the Dahu preset at N = 250,000 under the factorial's configurations (NB 128)
+            already run with messages in the notebook: 2,128,1,0 (the reference),
+            0,128,0,0, 2,128,0,0, 5,128,1,0, 2,128,0,1, 2,128,1,1
+
+Results are appended to --results (JSON lines, one per simulation) as they finish, and a
+run of the script skips what that file already holds: a long set resumes across sessions.
+
+    .venv/bin/python benchmarks/exchanges_fidelity.py --set local --jobs 2
+    .venv/bin/python benchmarks/exchanges_fidelity.py --set dahu --only 50000 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import run_main  # noqa: E402
+
+from hplsim.hpl.config import HplConfig  # noqa: E402
+from hplsim.models.modelfile import ModelFile, load_model, save_model  # noqa: E402
+from hplsim.platform.spec import load_platform, spec_from_dict  # noqa: E402
+from hplsim.predict import ModelSource, predict  # noqa: E402
+from hplsim.presets import DEFAULT, get_preset  # noqa: E402
+
+TARGET_MAX, TARGET_MEDIAN = 0.005, 0.002
+FACTORIAL = ["2,128,1,0", "0,128,0,0", "2,128,0,0", "5,128,1,0", "2,128,0,1", "2,128,1,1"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    key: str
+    config: HplConfig
+    platform: object
+    model: ModelSource
+
+
+def _dahu():
+    preset = get_preset("dahu")
+    return preset, load_platform(preset.platform, preset.ranks_per_host), ModelSource.from_path(preset.model, "builtin:dahu")
+
+
+def local_set() -> list[Scenario]:
+    star = spec_from_dict({"name": "star-256", "nodes": 256, "cores_per_node": 1,
+                           "network": {"bandwidth": "12.5GBps", "latency": "1us"}}).platform()
+    tmp = Path(tempfile.mkdtemp(prefix="hplsim-fidelity-"))
+    save_model(ModelFile(default=load_model(DEFAULT.model).default, description="Dahu default row"), tmp / "m.yaml")
+    default_row = ModelSource.from_path(tmp / "m.yaml", "dahu default")
+    preset, dahu_platform, dahu_model = _dahu()
+    out = []
+    for (where, plat, model), g, (b, d, s) in itertools.product(
+            (("star", star, default_row), ("dahu", dahu_platform, dahu_model)), (8, 16),
+            itertools.product(range(6), range(2), range(3))):
+        config = HplConfig(**{**preset.config(10000).as_dict(), "p": g, "q": g, "bcast": b, "depth": d, "swap": s})
+        out.append(Scenario(f"local {where} {g}x{g} N=10000 {b},128,{d},{s}", config, plat, model))
+    return out
+
+
+def dahu_set(only: list[int] | None) -> list[Scenario]:
+    preset, plat, model = _dahu()
+    return [Scenario(f"dahu N={n}", preset.config(n), plat, model) for n in (only or [50000, 100000, 250000, 500000])]
+
+
+def factorial_set(only: list[str] | None) -> list[Scenario]:
+    preset, plat, model = _dahu()
+    out = []
+    for label in only or FACTORIAL:
+        b, nb, d, s = map(int, label.split(","))
+        config = HplConfig(**{**preset.config(250000).as_dict(), "nb": nb, "bcast": b, "depth": d, "swap": s})
+        out.append(Scenario(f"factorial {label}", config, plat, model))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", nargs="+", choices=("local", "dahu", "factorial"), default=["local"])
+    ap.add_argument("--only", nargs="+", help="dahu: the N to run; factorial: B,NB,D,S labels")
+    ap.add_argument("--jobs", type=int, default=1, help="simulations at once (wall times are then not comparable)")
+    ap.add_argument("--results", type=Path, default=Path("results/exchanges-fidelity.jsonl"))
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+
+    scenarios: list[Scenario] = []
+    for name in args.set:
+        scenarios += (local_set() if name == "local" else
+                      dahu_set([int(n) for n in args.only] if args.only else None) if name == "dahu" else
+                      factorial_set(args.only))
+    done: dict[tuple[str, str], dict] = {}
+    if args.results.exists():
+        for line in args.results.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                if r["seed"] == args.seed:
+                    done[(r["key"], r["exchanges"])] = r
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    lock = threading.Lock()
+    todo = [(s, mode) for s in scenarios for mode in ("messages", "modelled") if (s.key, mode) not in done]
+    print(f"{len(scenarios)} scenarios, {len(todo)} simulations to run ({len(done)} in {args.results})", flush=True)
+
+    def one(job: tuple[Scenario, str]) -> None:
+        s, mode = job
+        p = predict(s.config, s.platform, s.model, seed=args.seed, exchanges=mode)
+        r = {"key": s.key, "exchanges": mode, "seed": args.seed, "gflops": p.gflops, "time_s": p.time_s,
+             "sim_wall_s": p.sim_wall_s, "sim_memory_bytes": p.sim_memory_bytes, **p.exchanges}
+        with lock:
+            done[(s.key, mode)] = r
+            with open(args.results, "a") as f:
+                f.write(json.dumps(r) + "\n")
+            print(f"  {s.key} {mode}: {p.gflops:.6g} Gflops, {p.sim_wall_s:.1f} s", flush=True)
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for fut in [pool.submit(one, job) for job in todo]:
+            fut.result()
+
+    print(f"\n{'scenario':<40} {'messages':>12} {'modelled':>12} {'move':>8} {'wall msgs':>10} {'wall mod':>9}")
+    moves = []
+    for s in scenarios:
+        m, d = done.get((s.key, "messages")), done.get((s.key, "modelled"))
+        if not (m and d):
+            continue
+        move = d["gflops"] / m["gflops"] - 1
+        moves.append(abs(move))
+        print(f"{s.key:<40} {m['gflops']:>12.6g} {d['gflops']:>12.6g} {100 * move:>+7.3f}% "
+              f"{m['sim_wall_s']:>9.1f}s {d['sim_wall_s']:>8.1f}s")
+    if moves:
+        med = statistics.median(moves)
+        print(f"{len(moves)} scenarios: |move| max {100 * max(moves):.3f} % (target {100 * TARGET_MAX:.1f} %), "
+              f"median {100 * med:.3f} % (target {100 * TARGET_MEDIAN:.1f} %): "
+              f"{'met' if max(moves) <= TARGET_MAX and med <= TARGET_MEDIAN else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    run_main(main)
