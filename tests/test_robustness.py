@@ -187,16 +187,17 @@ def test_an_absurd_time_is_printed_short_and_warned_about(tmp_path):
 
 
 def test_a_list_keeps_what_finished_and_fails_for_the_rest(tmp_path):
-    """-N 1000,100000 --timeout 2: the small one is printed and stored, then the error."""
-    r = run_cli("predict", "-N", "1000,100000", "--nb", "128", "-P", "2", "-Q", "4", "--timeout", "2", "-o", "out.json",
+    """-N 1000,400000 --timeout 2: the small one is printed and stored, then the error."""
+    # 2x4 at N = 100,000 fits in 2 s since the modelled pivot exchange (E67); 400,000 does not
+    r = run_cli("predict", "-N", "1000,400000", "--nb", "128", "-P", "2", "-Q", "4", "--timeout", "2", "-o", "out.json",
                 cwd=tmp_path)
     assert r.returncode == 2
     errors = [line for line in r.stderr.splitlines() if line.startswith("hplsim: error:")]
     assert errors == ["hplsim: error: 1 of 2 configurations failed (1 printed and stored); first: "
-                      "WR11C2R4 N=100000 NB=128 2x4: simulation did not finish within 2 s (hung or too large); killed"]
+                      "WR11C2R4 N=400000 NB=128 2x4: simulation did not finish within 2 s (hung or too large); killed"]
     assert "configuration 2/2 failed" in r.stderr and "Traceback" not in r.stderr
     assert [d["n"] for d in json.loads((tmp_path / "out.json").read_text())] == [1000]
-    assert " 1000 " in r.stdout and "100000" not in r.stdout
+    assert " 1000 " in r.stdout and "400000" not in r.stdout
 
 
 def test_a_short_run_reports_its_memory(tmp_path):

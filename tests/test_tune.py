@@ -304,7 +304,7 @@ def test_neighbours_too_dear_to_simulate_are_listed_not_run(tmp_path, monkeypatc
     from hplsim.sweep.tasks import Outcome
     from hplsim.tune import cost, runner
 
-    monkeypatch.setattr(cost, "LONG_BCAST_PER_Q2", 100.0)
+    monkeypatch.setattr(cost, "LONG_BCAST_PER_Q2", 1e4)
     ran = []
 
     def fake(task, variant):

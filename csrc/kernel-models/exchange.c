@@ -42,6 +42,8 @@
 
 enum { MODELLED, MESSAGES, CHECKED };
 
+void (*hplsim_on_exchange)(double t0, int64_t bytes);
+
 static int exchange_mode(void)
 {
   static int mode = -1;
@@ -374,7 +376,7 @@ static void replay(column_head *col, slot *s, int icurrow, int n0, double *done)
   for (int d = 0; d < nprow; d++) {
     replay_rank *r = &rr[d];
     r->n = build_ops(d, nprow, n0, r->ops);
-    for (int i = 0; i < r->n; i++)
+    for (int i = 0; i < r->n && exchange_mode() == MODELLED; i++)
       replayed_sends += r->ops[i].kind == 'S';
     r->pc = r->stage = r->req = r->sent = r->nin = r->nreqs = 0;
     r->clock = s[row_of(&x, d)].entry;
@@ -412,9 +414,9 @@ static void winner(const slot *s, int nprow, double *best)
 
 static unsigned long calls;   /* this rank's exchanges (each rank of a column counts alike) */
 static struct {
-  int nprow, icurrow, n0;
   column_head *col;
-  slot *me, *all;
+  slot *me;
+  int parity;
 } pending;
 /* checked: how far the model landed from the messages */
 static long checked, winners_differ;
@@ -449,16 +451,9 @@ int hplsim_mxswp_begin(double *work, int nprow, int myrow, int icurrow, int myco
   memcpy(me->record, work, 4 * sizeof(double));
   me->entry = simgrid_get_clock() + ahead;
   me->host = sg_host_self();
-  if (mode == CHECKED) {
-    pending.nprow = nprow;
-    pending.icurrow = icurrow;
-    pending.n0 = n0;
-    pending.col = col;
-    pending.me = me;
-    pending.all = all;
-    return 0;
-  }
-  /* ranks run one at a time: the last to arrive sees every entry */
+  /* Ranks run one at a time: the last to arrive sees every entry, and replays when the
+   * modelled exchange would (checked: before any of the exchange's messages is sent, so
+   * that the links' usage is the other traffic's, as when modelled). */
   if (++col->arrived == nprow) {
     col->arrived = 0;
     replay(col, all, icurrow, n0, done_buf);
@@ -466,11 +461,25 @@ int hplsim_mxswp_begin(double *work, int nprow, int myrow, int icurrow, int myco
       all[i].done = done_buf[i];
     winner(all, nprow, col->winner[parity]);
   }
+  if (mode == CHECKED) {
+    pending.col = col;
+    pending.me = me;
+    pending.parity = parity;
+    return 0;
+  }
   sg_barrier_wait(col->barrier);
   memcpy(work, col->winner[parity], 4 * sizeof(double));
   double wait = me->done - simgrid_get_clock();
   if (wait > 0)
     sg_actor_sleep_for(wait);
+  if (hplsim_on_exchange) {
+    op ops[MAX_OPS];
+    int64_t bytes = 0;
+    int n = build_ops((myrow - icurrow + nprow) % nprow, nprow, n0, ops);
+    for (int i = 0; i < n; i++)
+      bytes += ops[i].kind == 'S' ? ops[i].bytes : 0;
+    hplsim_on_exchange(me->entry, bytes);
+  }
   return 1;
 }
 
@@ -478,20 +487,14 @@ void hplsim_mxswp_end(const double *work)
 {
   if (exchange_mode() != CHECKED)
     return;
-  /* Every rank's result depends on every rank's candidate: all have entered by now. */
-  int nprow = pending.nprow;
-  unsigned long kept = replayed_sends; /* these messages were simulated, not replayed */
-  replay(pending.col, pending.all, pending.icurrow, pending.n0, done_buf);
-  replayed_sends = kept;
-  double best[4];
-  winner(pending.all, nprow, best);
-  int myrow = (int)(pending.me - pending.all);
-  double dt = done_buf[myrow] - simgrid_get_clock();
+  /* Every rank's result depends on every rank's candidate: all have entered by now, and
+   * the last of them has replayed the model. */
+  double dt = pending.me->done - simgrid_get_clock();
   checked++;
   dt_sum += dt;
   if (fabs(dt) > dt_abs_max)
     dt_abs_max = fabs(dt);
-  if (memcmp(best, work, 4 * sizeof(double)) != 0)
+  if (memcmp(pending.col->winner[pending.parity], work, 4 * sizeof(double)) != 0)
     winners_differ++;
 }
 

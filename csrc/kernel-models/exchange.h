@@ -3,6 +3,7 @@
 #ifndef HPLSIM_EXCHANGE_H
 #define HPLSIM_EXCHANGE_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* Called by the patched HPL_pdmxswp once the rank's candidate is in WORK[0..3], with the
@@ -15,6 +16,11 @@ int hplsim_mxswp_begin(double *work, int nprow, int myrow, int icurrow, int myco
 /* Called after HPL's own message exchange: under HPLSIM_EXCHANGES=checked, compares the
  * winner and the rank's finishing time with what the model gives for the same entries. */
 void hplsim_mxswp_end(const double *work);
+
+/* Observer of each modelled exchange, NULL unless a trace is recorded (trace.c installs
+ * it): the rank's entry time and the bytes its messages would have carried, called when
+ * the exchange ends for the rank. */
+extern void (*hplsim_on_exchange)(double t0, int64_t bytes);
 
 /* The rank's line of what its exchanges did (and, checked, how far the model landed). */
 void hplsim_exchange_report(FILE *out, int rank);
