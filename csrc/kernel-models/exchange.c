@@ -95,7 +95,7 @@ static size_t column_stride(int nprow)
 }
 
 static size_t scratch_bytes(int nprow);
-static void set_scratch(char *at, int nprow);
+static void set_scratch(char *at);
 
 static column_head *column(int mycol)
 {
@@ -125,7 +125,7 @@ static void map_area(int nprow, int npcol)
   area_nprow = nprow;
   area_npcol = npcol;
   area_stride = stride;
-  set_scratch(area + ALIGN(sizeof(area_head)), nprow);
+  set_scratch(area + ALIGN(sizeof(area_head)));
   area_head *head = (area_head *)area;
   if (head->nprow != nprow || head->npcol != npcol) {
     /* a new grid (an HPL.dat may list several): ranks run one at a time, so the first one
@@ -246,18 +246,16 @@ typedef struct {
  * at a time and a replay makes no simcall, so they never use it at once). A private one per
  * rank cost 9 kB x P on every rank that replayed: 300 MB at 1,024 ranks. */
 static replay_rank *rr;
-static double *done_buf;
 static unsigned long replayed_sends; /* messages this rank's replays stood for */
 
 static size_t scratch_bytes(int nprow)
 {
-  return (size_t)nprow * (sizeof(replay_rank) + sizeof(double));
+  return (size_t)nprow * sizeof(replay_rank);
 }
 
-static void set_scratch(char *at, int nprow)
+static void set_scratch(char *at)
 {
   rr = (replay_rank *)at;
-  done_buf = (double *)(at + (size_t)nprow * sizeof(replay_rank));
 }
 
 typedef struct {
@@ -368,8 +366,8 @@ static int step(const replay_ctx *x, int d)
   return 1;
 }
 
-/* Each rank's finishing time (done[process row]) for the entries in s. */
-static void replay(column_head *col, slot *s, int icurrow, int n0, double *done)
+/* Each rank's finishing time (s[process row].done) for the entries in s. */
+static void replay(column_head *col, slot *s, int icurrow, int n0)
 {
   int nprow = col->nprow;
   replay_ctx x = {col, s, icurrow, nprow};
@@ -394,7 +392,7 @@ static void replay(column_head *col, slot *s, int icurrow, int n0, double *done)
       hplsim_fatal("the modelled exchange's replay is stuck (P = %d): a defect, please report it", nprow);
   }
   for (int d = 0; d < nprow; d++)
-    done[row_of(&x, d)] = rr[d].clock;
+    s[row_of(&x, d)].done = rr[d].clock;
 }
 
 /* HPL's combine keeps the partner's candidate when its magnitude is larger, or equal with
@@ -439,10 +437,9 @@ int hplsim_mxswp_begin(double *work, int nprow, int myrow, int icurrow, int myco
     hplsim_flush();
   map_area(nprow, npcol);
   column_head *col = column(mycol);
-  if (col->nprow != nprow) {
+  if (col->nprow != nprow) { /* a new grid: the area was cleared */
     col->nprow = nprow;
     col->arrived = 0;
-    col->barrier = mode == MODELLED ? sg_barrier_init((unsigned)nprow) : NULL;
   }
   if (mode == MODELLED && !col->barrier)
     col->barrier = sg_barrier_init((unsigned)nprow);
@@ -451,14 +448,11 @@ int hplsim_mxswp_begin(double *work, int nprow, int myrow, int icurrow, int myco
   memcpy(me->record, work, 4 * sizeof(double));
   me->entry = simgrid_get_clock() + ahead;
   me->host = sg_host_self();
-  /* Ranks run one at a time: the last to arrive sees every entry, and replays when the
-   * modelled exchange would (checked: before any of the exchange's messages is sent, so
-   * that the links' usage is the other traffic's, as when modelled). */
+  /* Ranks run one at a time: the last to arrive sees every entry and replays, in both
+   * modes at the same point (checked: before the exchange's messages are sent). */
   if (++col->arrived == nprow) {
     col->arrived = 0;
-    replay(col, all, icurrow, n0, done_buf);
-    for (int i = 0; i < nprow; i++)
-      all[i].done = done_buf[i];
+    replay(col, all, icurrow, n0);
     winner(all, nprow, col->winner[parity]);
   }
   if (mode == CHECKED) {
