@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 from pathlib import Path
@@ -13,10 +12,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def reference_dir(explicit: str | None = None) -> Path:
-    for c in [explicit, os.environ.get("HPLSIM_REFERENCE_DATA"), REPO.parent / "shared" / "data"]:
-        if c and (Path(c) / "dahu").is_dir():
-            return Path(c) / "dahu"
-    raise SystemExit("reference data not found: pass --data DIR or set HPLSIM_REFERENCE_DATA")
+    """The folder holding the Dahu reference data: `explicit` (--data), else the copy that
+    ships with the project (reference/README.md)."""
+    c = Path(explicit) if explicit else REPO / "reference"
+    if (c / "dahu").is_dir():
+        return c / "dahu"
+    raise SystemExit(f"reference data not found in {c} (no dahu/ folder there)")
 
 
 def spread(values: list[float]) -> str:

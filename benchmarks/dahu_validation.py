@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                          "build>.sqlite in the repository")
     ap.add_argument("--retry-failed", action="store_true", help="run again the runs stored as failed")
     ap.add_argument("--dry-run", action="store_true", help="list what would run (and what is stored); run nothing")
-    ap.add_argument("--data", help="folder holding dahu/ (default ../shared/data)")
+    ap.add_argument("--data", help="folder holding dahu/ (default reference/, shipped with the project)")
     ap.add_argument("--json", type=Path, help="write the rows and the summary to this JSON file")
     args = ap.parse_args(argv)
     if args.jobs < 1:

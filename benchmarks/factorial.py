@@ -2,7 +2,7 @@
 """The Dahu factorial experiment (issue 18): hplsim against the real runs of January 2020
 and the authors' own prediction, on any subset of its 36 configurations.
 
-The data (../shared/data/dahu/hpl_factorial_nb128.csv): N = 250,000, 32x32, NB 128, Crout,
+The data (reference/dahu/hpl_factorial_nb128.csv): N = 250,000, 32x32, NB 128, Crout,
 Right, every BCAST 0-5 x DEPTH 0/1 x SWAP 0/1/2, eight real runs each and one prediction of
 the authors (made with their models of that time). The January 2020 machine ran ~14 %
 faster than the 2019 one the preset's models describe, so what counts is relative:
@@ -365,7 +365,7 @@ def parser() -> Parser:
                           "results/factorial-<emulated HPL build>.sqlite in the repository")
     out.add_argument("--json", type=Path, metavar="PATH", help="also write every figure to this JSON file")
     out.add_argument("--dry-run", action="store_true", help="list what would run (and what is stored); run nothing")
-    out.add_argument("--data", metavar="DIR", help="folder holding dahu/ (default ../shared/data)")
+    out.add_argument("--data", metavar="DIR", help="folder holding dahu/ (default reference/, shipped with the project)")
     return ap
 
 

@@ -193,7 +193,7 @@ def main() -> None:
                          "the cost of the spread is printed only when both run)")
     ap.add_argument("--tiny", action="store_true", help="a quick check: 4 nodes x 8 ranks, N = 4,000, seeds 1 2; "
                                                         "8 nodes at N = 4,000")
-    ap.add_argument("--data", help="folder holding dahu/ (default ../shared/data)")
+    ap.add_argument("--data", help="folder holding dahu/ (default reference/, shipped with the project)")
     ap.add_argument("--json", help="write every figure to this JSON file")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
                     help="put together the --json files of parts run separately (no simulation)")

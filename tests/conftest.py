@@ -1,4 +1,4 @@
-"""Shared fixtures: the reference data of ../shared/data and small helpers."""
+"""Shared fixtures: the reference data shipped in reference/ and small helpers."""
 
 from __future__ import annotations
 
@@ -11,23 +11,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def reference_data_dir() -> Path | None:
-    env = os.environ.get("HPLSIM_REFERENCE_DATA")
-    candidates = [Path(env)] if env else []
-    candidates.append(REPO.parent / "shared" / "data")
-    for c in candidates:
-        if (c / "dahu").is_dir():
-            return c
-    return None
+#: the reference data shipped with the project (reference/README.md)
+REFERENCE = REPO / "reference"
 
 
 @pytest.fixture(scope="session")
 def dahu_dir() -> Path:
-    """``../shared/data/dahu`` (or ``$HPLSIM_REFERENCE_DATA/dahu``): real Dahu measurements."""
-    base = reference_data_dir()
-    if base is None:
-        pytest.skip("reference data ../shared/data/dahu not found (set HPLSIM_REFERENCE_DATA)")
-    return base / "dahu"
+    """``reference/dahu``: real Dahu measurements, shipped with the project. Missing is a
+    failure, not a skip: the tests that use it are the suite's independent references."""
+    d = REFERENCE / "dahu"
+    if not (d / "hpl_reality.csv").is_file():
+        pytest.fail(f"reference data missing: {d} (it ships with the project; restore it with git)")
+    return d
 
 
 # ----------------------------------------------------------- the system BLAS's kernels

@@ -355,7 +355,7 @@ def _run_doc_commands(dahu_dir: Path, where: Path, slow: bool) -> None:
     (where / "my-cluster.yaml").write_text(yaml.safe_dump(
         {"format": "hplsim-platform", "nodes": 8, "cores_per_node": 4, "host_prefix": "dahu-",
          "host_suffix": ".grid5000.fr", "network": {"bandwidth": "12.5GBps", "latency": "0.1us"}}))
-    run_examples(DOC, where, slow=slow, replace={"../shared/data/dahu/": f"{dahu_dir}/"})
+    run_examples(DOC, where, slow=slow, replace={"reference/dahu/": f"{dahu_dir}/"})
 
 
 def test_docs_examples_run(dahu_dir, tmp_path):
@@ -383,5 +383,5 @@ def test_docs_python_example_runs(dahu_dir, tmp_path, monkeypatch):
     assert code
     monkeypatch.chdir(tmp_path)
     for block in code:
-        exec(compile(block.replace("../shared/data/dahu/", f"{dahu_dir}/"), str(DOC), "exec"), {})
+        exec(compile(block.replace("reference/dahu/", f"{dahu_dir}/"), str(DOC), "exec"), {})
     assert load_model(tmp_path / "model.yaml").hosts

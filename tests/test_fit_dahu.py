@@ -1,4 +1,4 @@
-"""hplsim fit on the real Dahu measurements (../shared/data/dahu): per-CPU dgemm models,
+"""hplsim fit on the real Dahu measurements (reference/dahu): per-CPU dgemm models,
 their held-out prediction intervals, MPI protocol breakpoints, and a fitted model that
 the emulation runs."""
 

@@ -1,7 +1,7 @@
 """E42: is Dahu's dgemm call noise remembered from call to call, and were the 2019
 model's noisy CPUs still noisy when the factorial ran (Jan 2020)?
 
-Usage: python e42_noise_memory.py [DAHU_DATA_DIR]   (default ../shared/data/dahu)
+Usage: python e42_noise_memory.py [DAHU_DATA_DIR]   (default reference/dahu)
 
 Prints (1) for each job and CPU of dgemm_raw.csv, the calls' spread around their own
 size's median and the autocorrelation of that residual at lags 1..1000 (in call order);
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-DATA = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/data/dahu")
+DATA = Path(sys.argv[1] if len(sys.argv) > 1 else "reference/dahu")
 M, N, K = 7812, 7812, 128
 TERMS = {"intercept": 1, "mnk": M * N * K, "mn": M * N, "mk": M * K, "nk": N * K}
 LAGS = (1, 2, 3, 5, 10, 50, 200, 1000)

@@ -12,7 +12,7 @@ PY=${PYTHON:-python}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 OUT=${1:-/tmp/e60}
-DATA=${DATA:-$ROOT/../shared/data}
+DATA=${DATA:-$ROOT/reference}
 "$HERE/e52_median_inputs.sh" "$OUT"
 MODEL=$($PY -c 'from hplsim.presets import dahu; print(dahu.MODEL_FILE)')
 $PY "$HERE/model_variants.py" jan2020 "$MODEL" "$OUT/jan2020.yaml" "$DATA/dahu/dgemm_calibration_history.csv"

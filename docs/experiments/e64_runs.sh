@@ -11,7 +11,7 @@ PY=${PYTHON:-python}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/e64}
 ROOT=$(cd "$HERE/../.." && pwd)
-DATA=${DATA:-$ROOT/../shared/data}
+DATA=${DATA:-$ROOT/reference}
 HPLSIM=${HPLSIM:-hplsim}
 "$HERE/e52_median_inputs.sh" "$OUT"
 MODEL=$($PY -c 'from hplsim.presets import dahu; print(dahu.MODEL_FILE)')

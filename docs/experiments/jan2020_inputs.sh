@@ -5,7 +5,7 @@
 set -e
 PY=${PYTHON:-python}
 HERE=$(cd "$(dirname "$0")" && pwd)
-DATA=${DATA:-$HERE/../../../shared/data}
+DATA=${DATA:-$HERE/../../reference}
 "$HERE/e52_median_inputs.sh" "$1"
 MODEL=$($PY -c 'from hplsim.presets import dahu; print(dahu.MODEL_FILE)')
 $PY "$HERE/model_variants.py" jan2020 "$MODEL" "$1/jan2020.yaml" "$DATA/dahu/dgemm_calibration_history.csv"

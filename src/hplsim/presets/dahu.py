@@ -1,5 +1,5 @@
 """The Dahu preset: the published Dahu platform with its network as measured under HPL's
-load, and the published per-CPU dgemm models and other kernels (``../shared/data/dahu``,
+load, and the published per-CPU dgemm models and other kernels (``reference/dahu``,
 from the HPL-on-SMPI authors), converted to our formats.
 
 The files ship in ``hplsim/data/dahu``: the published platform as published
