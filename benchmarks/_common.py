@@ -26,12 +26,85 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
-def write_json(path: str | None, doc) -> None:
-    """`--json PATH`, if given, through hplsim's one writer (atomic, numpy's scalars as numbers)."""
+def machine() -> dict:
+    """What a timing depends on: the CPU, its cores, the memory, the OS, and how loaded the
+    machine was when the figures were written (a shared machine's timings move with it)."""
+    import os
+    import platform
+
+    from hplsim.sysinfo import meminfo_kib
+
+    cpu = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    total = meminfo_kib("MemTotal")
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {"cpu": cpu or platform.processor() or None, "cores": os.cpu_count(),
+            "ram_bytes": None if total is None else total * 1024, "os": f"{platform.system()} {platform.release()}",
+            "load_average": load}
+
+
+def _git(*args: str) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command as it would be typed again at the repository's root."""
+    import shlex
+
+    argv = list(sys.argv if argv is None else argv)
+    script = Path(argv[0]).resolve()
+    try:
+        argv[0] = str(script.relative_to(REPO))
+    except ValueError:
+        pass
+    return shlex.join([".venv/bin/python", *argv])
+
+
+def provenance(argv: list[str] | None = None) -> dict:
+    """Where a results file's figures come from. `modified`: the tracked files under the
+    code's folders that differed from `commit` (others edit the same working tree, so a
+    clean commit cannot be assumed)."""
+    import datetime as dt
+
+    changed = _git("diff", "--name-only", "HEAD", "--", "src", "csrc", "benchmarks")
+    return {"commit": _git("rev-parse", "HEAD"), "modified": sorted(changed.splitlines()) if changed else [],
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine(), "command": command_line(argv)}
+
+
+def with_provenance(doc, argv: list[str] | None = None) -> dict:
+    """`doc` with a ``provenance`` key; a list (rows) becomes ``{"rows": doc}``. Readers of
+    the older files keep working: a dict's own keys are left where they were."""
+    if isinstance(doc, list):
+        doc = {"rows": doc}
+    if not isinstance(doc, dict) or "provenance" in doc:
+        raise TypeError("a benchmark's figures must be a dict without a 'provenance' key, or a list")
+    return {"provenance": provenance(argv), **doc}
+
+
+def write_json(path: str | Path | None, doc) -> None:
+    """`--json PATH`, if given, through hplsim's one writer (atomic, numpy's scalars as
+    numbers), with the commit, date, machine and command that produced it
+    (benchmarks/results/ holds the published ones; benchmarks/tables.py reads them)."""
     if path:
         from hplsim.outputs import write_json as write
 
-        write(path, doc, "the figures (--json)")
+        write(path, with_provenance(doc), "the figures (--json)")
 
 
 class Parser(argparse.ArgumentParser):
