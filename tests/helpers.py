@@ -13,12 +13,14 @@ import importlib.util
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from hplsim.cli import run as hplsim_run
@@ -35,6 +37,14 @@ def load_benchmark(script: str, name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def require_tools(*names: str) -> None:
+    """Fail, not skip, when a program that ./bootstrap installs (OpenMPI, SimGrid, Chromium
+    …) is missing: on a machine set up as the README says, nothing the suite needs is absent."""
+    missing = [name for name in names if shutil.which(name) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not found: run ./bootstrap (it installs them)", pytrace=False)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import run_cli
+from helpers import require_tools, run_cli
 from hplsim.models.kernel_fit import fit_kernel
 from hplsim.models.modelfile import load_model
 from hplsim.models.network import fit_network
@@ -156,14 +156,11 @@ def test_fitted_options_reproduce_the_pingpong_under_smpi(dahu_dir, tmp_path):
     """The derivation of the SimGrid options, checked by SimGrid itself: a ping-pong on
     two hosts of a cluster (12.5 GBps, 0.1 us links) with the fitted options takes the
     measured time."""
-    import shutil
-
     import yaml
 
     from hplsim.platform.spec import spec_from_dict
 
-    if not (shutil.which("smpicc") and shutil.which("smpirun")):
-        pytest.skip("SimGrid's smpicc/smpirun not installed")
+    require_tools("smpicc", "smpirun")
     (tmp_path / "pp.c").write_text(PINGPONG_C)
     subprocess.run(["smpicc", "-O2", "-o", tmp_path / "pp", tmp_path / "pp.c"], check=True, capture_output=True)
     r = run_cli("fit", dahu_dir / "mpi_calibration.csv", "--cluster", "dahu", "-o", tmp_path / "net.yaml")

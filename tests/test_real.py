@@ -4,14 +4,13 @@ failures as errors (crash, FAILED residual), bad input refused before anything r
 from __future__ import annotations
 
 import json
-import shutil
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers import assert_one_line_error, run_cli, system_dgemm_gflops
+from helpers import assert_one_line_error, require_tools, run_cli, system_dgemm_gflops
 from hplsim.calibrate.archive import read_archive
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
@@ -20,8 +19,13 @@ from hplsim.real.run import Launch, RealRunError, available_cores, check_configs
 
 REPO = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None or shutil.which("mpicc") is None,
-                                reason="OpenMPI (mpirun, mpicc) not installed")
+
+@pytest.fixture(autouse=True)
+def _openmpi():
+    """OpenMPI is part of the README's set-up: without it these tests fail, naming it."""
+    require_tools("mpirun", "mpicc")
+
+
 two_cores = pytest.mark.skipif(len(available_cores()) < 2, reason="needs 2 cores")
 
 

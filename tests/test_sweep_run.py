@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -289,9 +288,12 @@ def test_hpl_dat_spec_and_bad_inputs(tmp_path):
     (tmp_path / "ok.yaml").write_text("hpl: {n: 2000}\n")
     unknown = hplsim("sweep", "ok.yaml", "--db", "x.sqlite", "--executor", "mpi", cwd=tmp_path, check=False)
     assert unknown.returncode == 2 and "unknown executor 'mpi'" in unknown.stderr
-    if not shutil.which("sbatch"):
+    # on a host without Slurm (a PATH without sbatch, whatever this one has)
+    with pytest.MonkeyPatch.context() as mp:
+        (tmp_path / "no-slurm").mkdir()
+        mp.setenv("PATH", str(tmp_path / "no-slurm"))
         slurm = hplsim("sweep", "ok.yaml", "--db", "x.sqlite", "--executor", "slurm", cwd=tmp_path, check=False)
-        assert slurm.returncode == 2 and "sbatch not found" in slurm.stderr
+    assert slurm.returncode == 2 and "sbatch not found" in slurm.stderr, slurm.stderr
     # options first, the spec last: still `sweep run`; a dry run writes nothing
     dry = hplsim("sweep", "--db", "x.sqlite", "--dry-run", "ok.yaml", cwd=tmp_path)
     assert dry.stdout.startswith("1 runs planned, 0 invalid combinations skipped, 0 already stored")
