@@ -277,20 +277,44 @@ def test_a_simulation_over_its_time_limit_is_killed(tmp_path):
     assert not (tmp_path / "out.json").exists()
 
 
-def test_breakdown_splits_each_ranks_time(dahu_model):
-    platform = spec_from_dict(star(4)).platform()
-    r = predict(HplConfig(n=3000, nb=64, p=2, q=2), platform, dahu_model, seed=2, breakdown=True)
-    b = r.breakdown
-    assert b["ranks"] == 4
-    assert 0 < b["compute_s"]["min"] <= b["compute_s"]["max"] <= r.time_s
-    assert b["mpi_s"]["min"] == pytest.approx(r.time_s - b["compute_s"]["max"])
-    kernels = b["kernels"]
-    assert next(iter(kernels)) == "dgemm"  # sorted by time, dgemm dominates LU
-    assert kernels["idamax"]["calls"] > 0
-    # the per-kernel totals add up to the ranks' compute times (the median is one of them)
-    assert sum(k["seconds"] for k in kernels.values()) >= 4 * b["compute_s"]["min"]
-    same = predict(HplConfig(n=3000, nb=64, p=2, q=2), platform, dahu_model, seed=2)
-    assert same.time_s == r.time_s  # asking for the breakdown does not change the run
+def test_breakdown_splits_each_ranks_time(tmp_path, dahu_model):
+    """The breakdown against references it does not compute itself: the dgemm seconds of a
+    linear dgemm law are HPL's dgemm flops over the rate (LU's 2/3 N³, less the panels'
+    share that dtrsm and the level-2 kernels do); a rank's modelled compute does not depend
+    on the network, so a slower network moves only the time outside the kernels; a single
+    rank waits for no one, so its whole time is compute."""
+    n, nb, rate = 3000, 64, 10e9
+    linear = source(linear_dgemm_model(rate), tmp_path)
+    one = predict(HplConfig(n=n, nb=nb, p=1, q=1), spec_from_dict(star(1)).platform(), linear, seed=2,
+                  breakdown=True)
+    b = one.breakdown
+    assert b["ranks"] == 1 and {k for k, v in b["kernels"].items() if v["seconds"] > 0} == {"dgemm"}
+    dgemm_flops = b["kernels"]["dgemm"]["seconds"] * rate  # the law: 2·m·n·k flops at `rate`
+    # LU of HPL's N x (N+1) matrix: 2/3 N³ + N² flops, of which the panels' level-2 work and
+    # the solves with each panel's NB x NB triangle (about N²·NB in all) are not dgemm's
+    lu = 2 / 3 * n**3 + n**2
+    assert lu - n**2 * nb <= dgemm_flops <= lu, dgemm_flops / lu
+    assert b["compute_s"]["max"] == pytest.approx(one.time_s, rel=1e-6)
+    assert b["mpi_s"]["max"] == pytest.approx(0, abs=1e-6 * one.time_s)
+
+    config = HplConfig(n=n, nb=nb, p=2, q=2)
+    fast = predict(config, spec_from_dict(star(4)).platform(), linear, seed=2, breakdown=True)
+    slow = predict(config, spec_from_dict(star(4, bandwidth="125MBps", latency="100us")).platform(), linear,
+                   seed=2, breakdown=True)
+    assert fast.breakdown["ranks"] == 4
+    # the same flops on any network (not the same calls: while a message is awaited HPL
+    # updates in chunks between its probes); over four ranks they add up to LU's dgemm flops
+    dgemm = [r.breakdown["kernels"]["dgemm"] for r in (fast, slow)]
+    assert dgemm[0]["seconds"] == pytest.approx(dgemm[1]["seconds"], rel=1e-9)
+    assert lu - n**2 * nb <= dgemm[0]["seconds"] * rate <= lu
+    assert slow.time_s > 1.2 * fast.time_s
+    grew = slow.breakdown["mpi_s"]["min"] - fast.breakdown["mpi_s"]["min"]
+    assert 0.5 * (slow.time_s - fast.time_s) < grew <= slow.time_s - fast.time_s + 1e-9
+    with_dahu = predict(config, spec_from_dict(star(4)).platform(), dahu_model, seed=2, breakdown=True)
+    assert next(iter(with_dahu.breakdown["kernels"])) == "dgemm"  # sorted by time, dgemm dominates LU
+    assert with_dahu.breakdown["kernels"]["idamax"]["calls"] > 0
+    same = predict(config, spec_from_dict(star(4)).platform(), dahu_model, seed=2)
+    assert same.time_s == with_dahu.time_s  # asking for the breakdown does not change the run
 
 
 def test_a_run_over_the_mapping_limit_is_refused_before_it_starts(monkeypatch, dahu_model):
