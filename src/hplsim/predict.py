@@ -51,9 +51,20 @@ class ModelSource:
 
     @classmethod
     def from_path(cls, path: Path, label: str | None = None) -> "ModelSource":
+        from hplsim.formats import parse_yaml
+        from hplsim.models.modelfile import model_from_dict
+
+        # One read for the model and its digest: a file rewritten between two reads (during
+        # a sweep) would have its runs keyed by content they did not use.
         path = Path(path)
-        model = load_model(path)
-        return cls(model, label or str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+        try:
+            data = path.read_bytes()
+            text = data.decode()
+        except (OSError, UnicodeDecodeError):
+            model = load_model(path)  # says what is wrong with the file (or it is back: read it)
+            return cls(model, label or str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+        model = model_from_dict(parse_yaml(text.replace("\r\n", "\n"), f"model file {path}", "YAML/JSON"), str(path))
+        return cls(model, label or str(path), hashlib.sha256(data).hexdigest())
 
 
 @dataclass(frozen=True)
@@ -522,8 +533,6 @@ def _emit(preds: list[list[Prediction]], platform: Platform, model: ModelSource,
         return
     summaries = [_summary(runs) for runs in preds]
     doc = [d for d, _ in summaries]
-    if opts["output"]:
-        write_json(opts["output"], with_warnings(doc), "the results (-o)")
     if opts["as_json"]:
         json.dump(with_warnings(doc), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -541,3 +550,5 @@ def _emit(preds: list[list[Prediction]], platform: Platform, model: ModelSource,
         for runs in preds:
             if runs[0].breakdown:
                 click.echo(_format_breakdown(runs[0]))
+    if opts["output"]:  # after the printing: a full disk then loses no result
+        write_json(opts["output"], with_warnings(doc), "the results (-o)")
