@@ -4,6 +4,7 @@ imported only when used, so ``hplsim --help`` stays fast."""
 from __future__ import annotations
 
 import importlib
+import sqlite3
 import sys
 
 import click
@@ -85,6 +86,9 @@ def run(argv: list[str] | None = None) -> None:
         sys.exit(128 + exc.signum)
     except BrokenPipeError:
         sys.exit(1)
+    except sqlite3.Error as exc:  # a SQLite file no reader's check could foresee (disk full, damaged)
+        click.echo(f"hplsim: error: SQLite: {' '.join(str(exc).split())}", err=True)
+        sys.exit(2)
     except OSError as exc:  # a file or a folder the checks before the work could not foresee
         where = f": {exc.filename}" if exc.filename else ""
         click.echo(f"hplsim: error: {exc.strerror or exc}{where}", err=True)
