@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUNTIME = REPO / "csrc" / "kernel-models"
 
 #: two hypothetical kernels: a BLAS one with a new size variable, and one of HPL's with a condition
-NEW_BLAS = Kernel("drot", ("n", "incx"), BLAS_SITE)
+NEW_BLAS = Kernel("drot", ("n", "incx"), BLAS_SITE, shape="rot")
 NEW_HPL = Kernel("HPL_dlaswp07N", ("m", "n"), HPL_SITE, ("ld",), replaces="src/pauxil/HPL_dlaswp07N.c",
                  traced=False)
 EXTENDED = (*KERNELS, NEW_BLAS, NEW_HPL)
@@ -175,7 +175,60 @@ def test_the_builds_that_include_the_header_hash_it(tmp_path, monkeypatch):
     monkeypatch.setattr(trace, "csrc_dir", lambda: csrc)
     monkeypatch.setattr(trace, "cache_dir", lambda: tmp_path / "cache")
     keys = []
-    for header in (kernels.c_header(), kernels.c_header(EXTENDED)):
+    # NEW_HPL is not traced: the tracer still compiles (drot's shape has no wrapper there)
+    for header in (kernels.c_header(), kernels.c_header((*KERNELS, NEW_HPL))):
         (csrc / kernels.C_HEADER).write_text(header)
         keys.append((tools.build_key(), trace._trace_object().parent.name))
     assert keys[0][0] != keys[1][0] and keys[0][1] != keys[1][1]
+
+
+#: The code the rule covers: C under csrc/ and Python under src/. Not the C unit tests (a test
+#: calls the routines it tests by name) nor HPL's own code (the patch).
+CODE_SUFFIXES = (".c", ".h", ".cpp", ".py")
+
+
+def _code_without_comments(path: Path) -> str:
+    """The file's code: a comment may mention a kernel without declaring it."""
+    text = path.read_text(errors="replace")
+    if path.suffix == ".py":
+        import io
+        import tokenize
+        kept = []
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            # docstrings are prose too: a string that is a statement of its own
+            if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and tok.line.strip() == tok.string):
+                continue
+            kept.append(tok.string)
+        return " ".join(kept)
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def _code_files() -> list[Path]:
+    files = [p for p in (REPO / "csrc").rglob("*") if p.suffix in CODE_SUFFIXES and "tests" not in p.parts]
+    files += [p for p in (REPO / "src").rglob("*.py")]
+    return sorted(files)
+
+
+def test_each_kernel_name_is_written_in_at_most_three_code_files():
+    """The table (kernels.py), the generated header and the call site: the tracer and the rest of
+    the C code take the kernels from the header. The pipeline that measures, fits and tunes dgemm
+    and dtrsm (the calibrated kernels: the calibration benchmark, which calls the real BLAS, and
+    the Python stages) names them as the quantities it works on; the emulation's and the
+    tracer's C are held to the rule for them too."""
+    code = {p: _code_without_comments(p) for p in _code_files()}
+    assert len([p for p in code if p.suffix == ".c"]) >= 15 and REPO / "src/hplsim/hpl/kernels.py" in code
+    too_many = {}
+    for k in KERNELS:
+        # the name, its routine, its enumerator (HPL_dlaswp01T, cblas_dgemm, K_DLASWP01T, dgemm),
+        # not a longer word that contains it (HPL_pdlaswp01T is HPL's distributed swap)
+        short = k.name.removeprefix("HPL_")
+        word = re.compile(rf"(?<![A-Za-z0-9])(?:HPL_|cblas_|K_)?{re.escape(short)}(?![A-Za-z0-9])", re.I)
+        measuring = lambda p: p.suffix == ".py" or "calib" in p.parts  # noqa: E731
+        files = {p.relative_to(REPO).as_posix() for p, text in code.items()
+                 if not (k.calibrated and measuring(p)) and word.search(text)}
+        # the table writes each name once, some through a helper (_swap("01T")): count it
+        files.add("src/hplsim/hpl/kernels.py")
+        if len(files) > 3:
+            too_many[k.name] = sorted(files)
+    assert too_many == {}

@@ -90,151 +90,149 @@ static void add(int kernel, int a, int b, int c, char side, double t0, double t1
     }                                                                                               \
   } while (0)
 
-/* ------------------------------------------------------------------------- BLAS (cblas) */
+/* ------------------------------------------------------------------------- the wrappers */
 
-void __real_cblas_dgemm(int, int, int, int, int, int, double, const double *, int, const double *, int,
-                        double, double *, int);
-void __wrap_cblas_dgemm(int order, int ta, int tb, int M, int N, int K, double alpha, const double *A,
-                        int lda, const double *B, int ldb, double beta, double *C, int ldc)
-{
-  int rec = !(M <= 0 || N <= 0 || ((K <= 0 || alpha == 0.0) && beta == 1.0));
-  TIMED(K_DGEMM, M, N, K, 0, rec,
-        __real_cblas_dgemm(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
-}
+/* One wrapper per shape (the form of a kernel's C arguments, hplsim.hpl.kernels): the header's
+ * HPLSIM_TRACED_KERNELS names each kernel with its shape, so that the kernels' names are
+ * written in the table alone. A call is recorded unless it is the BLAS's (or HPL's) quick
+ * return. */
+#define REAL(r) __real_##r
+#define WRAP(r) __wrap_##r
 
-void __real_cblas_dtrsm(int, int, int, int, int, int, int, double, const double *, int, double *, int);
-void __wrap_cblas_dtrsm(int order, int side, int uplo, int ta, int diag, int M, int N, double alpha,
-                        const double *A, int lda, double *B, int ldb)
-{
-  int left = side == 141; /* HplLeft / CblasLeft */
-  TIMED(K_DTRSM, M, N, left ? M : N, left ? 'L' : 'R', M > 0 && N > 0,
-        __real_cblas_dtrsm(order, side, uplo, ta, diag, M, N, alpha, A, lda, B, ldb));
-}
-
-void __real_cblas_dgemv(int, int, int, int, double, const double *, int, const double *, int, double,
-                        double *, int);
-void __wrap_cblas_dgemv(int order, int ta, int M, int N, double alpha, const double *A, int lda,
-                        const double *X, int incx, double beta, double *Y, int incy)
-{
-  TIMED(K_DGEMV, M, N, 0, 0, !(M <= 0 || N <= 0 || (alpha == 0.0 && beta == 1.0)),
-        __real_cblas_dgemv(order, ta, M, N, alpha, A, lda, X, incx, beta, Y, incy));
-}
-
-void __real_cblas_dger(int, int, int, double, const double *, int, const double *, int, double *, int);
-void __wrap_cblas_dger(int order, int M, int N, double alpha, const double *X, int incx, const double *Y,
-                       int incy, double *A, int lda)
-{
-  TIMED(K_DGER, M, N, 0, 0, !(M <= 0 || N <= 0 || alpha == 0.0),
-        __real_cblas_dger(order, M, N, alpha, X, incx, Y, incy, A, lda));
-}
-
-void __real_cblas_dtrsv(int, int, int, int, int, const double *, int, double *, int);
-void __wrap_cblas_dtrsv(int order, int uplo, int ta, int diag, int N, const double *A, int lda, double *X,
-                        int incx)
-{
-  TIMED(K_DTRSV, N, 0, 0, 0, N > 0, __real_cblas_dtrsv(order, uplo, ta, diag, N, A, lda, X, incx));
-}
-
-void __real_cblas_daxpy(int, double, const double *, int, double *, int);
-void __wrap_cblas_daxpy(int N, double alpha, const double *X, int incx, double *Y, int incy)
-{
-  TIMED(K_DAXPY, N, 0, 0, 0, N > 0, __real_cblas_daxpy(N, alpha, X, incx, Y, incy));
-}
-
-void __real_cblas_dscal(int, double, double *, int);
-void __wrap_cblas_dscal(int N, double alpha, double *X, int incx)
-{
-  TIMED(K_DSCAL, N, 0, 0, 0, N > 0, __real_cblas_dscal(N, alpha, X, incx));
-}
-
-void __real_cblas_dswap(int, double *, int, double *, int);
-void __wrap_cblas_dswap(int N, double *X, int incx, double *Y, int incy)
-{
-  TIMED(K_DSWAP, N, 0, 0, 0, N > 0, __real_cblas_dswap(N, X, incx, Y, incy));
-}
-
-int __real_cblas_idamax(int, const double *, int);
-int __wrap_cblas_idamax(int N, const double *X, int incx)
-{
-  int r;
-  TIMED(K_IDAMAX, N, 0, 0, 0, N > 0, r = __real_cblas_idamax(N, X, incx));
-  return r;
-}
-
-/* ------------------------------------------------------------------------- HPL's kernels */
-
-void __real_HPL_dlacpy(int, int, const double *, int, double *, int);
-void __wrap_HPL_dlacpy(int M, int N, const double *A, int LDA, double *B, int LDB)
-{
-  TIMED(K_DLACPY, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlacpy(M, N, A, LDA, B, LDB));
-}
-
-void __real_HPL_dlatcpy(int, int, const double *, int, double *, int);
-void __wrap_HPL_dlatcpy(int M, int N, const double *A, int LDA, double *B, int LDB)
-{
-  TIMED(K_DLATCPY, M, N, 0, 0, M > 0 && N > 0, __real_HPL_dlatcpy(M, N, A, LDA, B, LDB));
-}
-
-#define SWAP_A(suffix, id)                                                                          \
-  void __real_HPL_dlaswp##suffix(int, int, double *, int, const int *);                             \
-  void __wrap_HPL_dlaswp##suffix(int M, int N, double *A, int LDA, const int *IPIV)                 \
+#define WRAP_GEMM(r, id)                                                                            \
+  void REAL(r)(int, int, int, int, int, int, double, const double *, int, const double *, int, double, \
+               double *, int);                                                                      \
+  void WRAP(r)(int order, int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda, \
+               const double *B, int ldb, double beta, double *C, int ldc)                           \
   {                                                                                                 \
-    TIMED(id, M, N, LDA, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, A, LDA, IPIV));         \
+    int rec = !(M <= 0 || N <= 0 || ((K <= 0 || alpha == 0.0) && beta == 1.0));                     \
+    TIMED(id, M, N, K, 0, rec, REAL(r)(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)); \
   }
-SWAP_A(00N, K_DLASWP00N)
-SWAP_A(10N, K_DLASWP10N)
 
-#define SWAP_AU(suffix, id)                                                                         \
-  void __real_HPL_dlaswp##suffix(int, int, double *, int, double *, int, const int *, const int *); \
-  void __wrap_HPL_dlaswp##suffix(int M, int N, double *A, int LDA, double *U, int LDU, const int *LA, \
-                                 const int *LAU)                                                    \
+/* k is the order of the triangular operand: M on the left (HplLeft / CblasLeft = 141), N on the right */
+#define WRAP_TRSM(r, id)                                                                            \
+  void REAL(r)(int, int, int, int, int, int, int, double, const double *, int, double *, int);     \
+  void WRAP(r)(int order, int side, int uplo, int ta, int diag, int M, int N, double alpha,         \
+               const double *A, int lda, double *B, int ldb)                                        \
   {                                                                                                 \
-    TIMED(id, M, N, LDA, 0, M > 0 && N > 0,                                                         \
-          __real_HPL_dlaswp##suffix(M, N, A, LDA, U, LDU, LA, LAU));                                \
+    int left = side == 141;                                                                         \
+    TIMED(id, M, N, left ? M : N, left ? 'L' : 'R', M > 0 && N > 0,                                 \
+          REAL(r)(order, side, uplo, ta, diag, M, N, alpha, A, lda, B, ldb));                       \
   }
-SWAP_AU(01N, K_DLASWP01N)
-SWAP_AU(01T, K_DLASWP01T)
-SWAP_AU(05N, K_DLASWP05N)
-SWAP_AU(05T, K_DLASWP05T)
 
-void __real_HPL_dlaswp02N(int, int, const double *, int, double *, double *, int, const int *, const int *);
-void __wrap_HPL_dlaswp02N(int M, int N, const double *A, int LDA, double *W0, double *W, int LDW,
-                          const int *LA, const int *LAU)
-{
-  TIMED(K_DLASWP02N, M, N, LDA, 0, M > 0 && N > 0, __real_HPL_dlaswp02N(M, N, A, LDA, W0, W, LDW, LA, LAU));
-}
-
-#define SWAP_03(suffix, id)                                                                         \
-  void __real_HPL_dlaswp##suffix(int, int, double *, int, const double *, const double *, int);     \
-  void __wrap_HPL_dlaswp##suffix(int M, int N, double *U, int LDU, const double *W0, const double *W, \
-                                 int LDW)                                                           \
+#define WRAP_GEMV(r, id)                                                                            \
+  void REAL(r)(int, int, int, int, double, const double *, int, const double *, int, double, double *, \
+               int);                                                                                \
+  void WRAP(r)(int order, int ta, int M, int N, double alpha, const double *A, int lda, const double *X, \
+               int incx, double beta, double *Y, int incy)                                          \
   {                                                                                                 \
-    TIMED(id, M, N, LDU, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, U, LDU, W0, W, LDW));   \
+    TIMED(id, M, N, 0, 0, !(M <= 0 || N <= 0 || (alpha == 0.0 && beta == 1.0)),                     \
+          REAL(r)(order, ta, M, N, alpha, A, lda, X, incx, beta, Y, incy));                         \
   }
-SWAP_03(03N, K_DLASWP03N)
-SWAP_03(03T, K_DLASWP03T)
 
-#define SWAP_04(suffix, id)                                                                         \
-  void __real_HPL_dlaswp##suffix(int, int, int, double *, int, double *, int, const double *,       \
-                                 const double *, int, const int *, const int *);                    \
-  void __wrap_HPL_dlaswp##suffix(int M0, int M1, int N, double *U, int LDU, double *A, int LDA,     \
-                                 const double *W0, const double *W, int LDW, const int *LA,         \
-                                 const int *LAU)                                                    \
+#define WRAP_GER(r, id)                                                                             \
+  void REAL(r)(int, int, int, double, const double *, int, const double *, int, double *, int);    \
+  void WRAP(r)(int order, int M, int N, double alpha, const double *X, int incx, const double *Y,   \
+               int incy, double *A, int lda)                                                        \
+  {                                                                                                 \
+    TIMED(id, M, N, 0, 0, !(M <= 0 || N <= 0 || alpha == 0.0),                                      \
+          REAL(r)(order, M, N, alpha, X, incx, Y, incy, A, lda));                                   \
+  }
+
+#define WRAP_TRSV(r, id)                                                                            \
+  void REAL(r)(int, int, int, int, int, const double *, int, double *, int);                       \
+  void WRAP(r)(int order, int uplo, int ta, int diag, int N, const double *A, int lda, double *X,   \
+               int incx)                                                                            \
+  {                                                                                                 \
+    TIMED(id, N, 0, 0, 0, N > 0, REAL(r)(order, uplo, ta, diag, N, A, lda, X, incx));               \
+  }
+
+#define WRAP_AXPY(r, id)                                                                            \
+  void REAL(r)(int, double, const double *, int, double *, int);                                   \
+  void WRAP(r)(int N, double alpha, const double *X, int incx, double *Y, int incy)                 \
+  {                                                                                                 \
+    TIMED(id, N, 0, 0, 0, N > 0, REAL(r)(N, alpha, X, incx, Y, incy));                              \
+  }
+
+#define WRAP_SCAL(r, id)                                                                            \
+  void REAL(r)(int, double, double *, int);                                                         \
+  void WRAP(r)(int N, double alpha, double *X, int incx)                                            \
+  {                                                                                                 \
+    TIMED(id, N, 0, 0, 0, N > 0, REAL(r)(N, alpha, X, incx));                                       \
+  }
+
+#define WRAP_SWAP(r, id)                                                                            \
+  void REAL(r)(int, double *, int, double *, int);                                                  \
+  void WRAP(r)(int N, double *X, int incx, double *Y, int incy)                                     \
+  {                                                                                                 \
+    TIMED(id, N, 0, 0, 0, N > 0, REAL(r)(N, X, incx, Y, incy));                                     \
+  }
+
+#define WRAP_IAMAX(r, id)                                                                           \
+  int REAL(r)(int, const double *, int);                                                            \
+  int WRAP(r)(int N, const double *X, int incx)                                                     \
+  {                                                                                                 \
+    int r_;                                                                                         \
+    TIMED(id, N, 0, 0, 0, N > 0, r_ = REAL(r)(N, X, incx));                                         \
+    return r_;                                                                                      \
+  }
+
+#define WRAP_CPY(r, id)                                                                             \
+  void REAL(r)(int, int, const double *, int, double *, int);                                       \
+  void WRAP(r)(int M, int N, const double *A, int LDA, double *B, int LDB)                          \
+  {                                                                                                 \
+    TIMED(id, M, N, 0, 0, M > 0 && N > 0, REAL(r)(M, N, A, LDA, B, LDB));                           \
+  }
+
+#define WRAP_SWP_A(r, id)                                                                           \
+  void REAL(r)(int, int, double *, int, const int *);                                               \
+  void WRAP(r)(int M, int N, double *A, int LDA, const int *IPIV)                                   \
+  {                                                                                                 \
+    TIMED(id, M, N, LDA, 0, M > 0 && N > 0, REAL(r)(M, N, A, LDA, IPIV));                           \
+  }
+
+#define WRAP_SWP_AU(r, id)                                                                          \
+  void REAL(r)(int, int, double *, int, double *, int, const int *, const int *);                   \
+  void WRAP(r)(int M, int N, double *A, int LDA, double *U, int LDU, const int *LA, const int *LAU) \
+  {                                                                                                 \
+    TIMED(id, M, N, LDA, 0, M > 0 && N > 0, REAL(r)(M, N, A, LDA, U, LDU, LA, LAU));                \
+  }
+
+#define WRAP_SWP_02(r, id)                                                                          \
+  void REAL(r)(int, int, const double *, int, double *, double *, int, const int *, const int *);   \
+  void WRAP(r)(int M, int N, const double *A, int LDA, double *W0, double *W, int LDW, const int *LA, \
+               const int *LAU)                                                                      \
+  {                                                                                                 \
+    TIMED(id, M, N, LDA, 0, M > 0 && N > 0, REAL(r)(M, N, A, LDA, W0, W, LDW, LA, LAU));            \
+  }
+
+#define WRAP_SWP_03(r, id)                                                                          \
+  void REAL(r)(int, int, double *, int, const double *, const double *, int);                       \
+  void WRAP(r)(int M, int N, double *U, int LDU, const double *W0, const double *W, int LDW)        \
+  {                                                                                                 \
+    TIMED(id, M, N, LDU, 0, M > 0 && N > 0, REAL(r)(M, N, U, LDU, W0, W, LDW));                     \
+  }
+
+#define WRAP_SWP_04(r, id)                                                                          \
+  void REAL(r)(int, int, int, double *, int, double *, int, const double *, const double *, int,    \
+               const int *, const int *);                                                           \
+  void WRAP(r)(int M0, int M1, int N, double *U, int LDU, double *A, int LDA, const double *W0,     \
+               const double *W, int LDW, const int *LA, const int *LAU)                             \
   {                                                                                                 \
     TIMED(id, M0, M1, N, 0, !((M0 <= 0 && M1 <= 0) || N <= 0),                                      \
-          __real_HPL_dlaswp##suffix(M0, M1, N, U, LDU, A, LDA, W0, W, LDW, LA, LAU));               \
+          REAL(r)(M0, M1, N, U, LDU, A, LDA, W0, W, LDW, LA, LAU));                                 \
   }
-SWAP_04(04N, K_DLASWP04N)
-SWAP_04(04T, K_DLASWP04T)
 
-#define SWAP_06(suffix, id)                                                                         \
-  void __real_HPL_dlaswp##suffix(int, int, double *, int, double *, int, const int *);              \
-  void __wrap_HPL_dlaswp##suffix(int M, int N, double *A, int LDA, double *U, int LDU, const int *LA) \
+#define WRAP_SWP_06(r, id)                                                                          \
+  void REAL(r)(int, int, double *, int, double *, int, const int *);                                \
+  void WRAP(r)(int M, int N, double *A, int LDA, double *U, int LDU, const int *LA)                 \
   {                                                                                                 \
-    TIMED(id, M, N, LDA, 0, M > 0 && N > 0, __real_HPL_dlaswp##suffix(M, N, A, LDA, U, LDU, LA));   \
+    TIMED(id, M, N, LDA, 0, M > 0 && N > 0, REAL(r)(M, N, A, LDA, U, LDU, LA));                     \
   }
-SWAP_06(06N, K_DLASWP06N)
-SWAP_06(06T, K_DLASWP06T)
+
+/* a shape without its WRAP_ macro above fails to compile here */
+#define WRAP_KERNEL(shape, r, id) WRAP_##shape(r, id)
+HPLSIM_TRACED_KERNELS(WRAP_KERNEL)
 
 /* ------------------------------------------------------------------------- timed region */
 

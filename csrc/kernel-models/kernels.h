@@ -67,4 +67,34 @@ static const struct hplsim_kernel_info hplsim_kernels[K_NKERNELS] = {
   [K_DLASWP06T] = {"HPL_dlaswp06T", {"m", "n", "ld"}, 0},
 };
 
+/* The kernels the real HPL's tracer times, as X(SHAPE, routine, enumerator): the tracer defines
+ * one wrapper per kernel from the wrapper of its shape (the form of its C arguments), so that
+ * no C file but the call site writes a kernel's name. */
+#define HPLSIM_TRACED_KERNELS(X) \
+  X(GEMM, cblas_dgemm, K_DGEMM) \
+  X(TRSM, cblas_dtrsm, K_DTRSM) \
+  X(GEMV, cblas_dgemv, K_DGEMV) \
+  X(GER, cblas_dger, K_DGER) \
+  X(TRSV, cblas_dtrsv, K_DTRSV) \
+  X(AXPY, cblas_daxpy, K_DAXPY) \
+  X(SCAL, cblas_dscal, K_DSCAL) \
+  X(SWAP, cblas_dswap, K_DSWAP) \
+  X(IAMAX, cblas_idamax, K_IDAMAX) \
+  X(CPY, HPL_dlacpy, K_DLACPY) \
+  X(CPY, HPL_dlatcpy, K_DLATCPY) \
+  X(SWP_A, HPL_dlaswp00N, K_DLASWP00N) \
+  X(SWP_A, HPL_dlaswp10N, K_DLASWP10N) \
+  X(SWP_AU, HPL_dlaswp01N, K_DLASWP01N) \
+  X(SWP_AU, HPL_dlaswp01T, K_DLASWP01T) \
+  X(SWP_02, HPL_dlaswp02N, K_DLASWP02N) \
+  X(SWP_03, HPL_dlaswp03N, K_DLASWP03N) \
+  X(SWP_03, HPL_dlaswp03T, K_DLASWP03T) \
+  X(SWP_04, HPL_dlaswp04N, K_DLASWP04N) \
+  X(SWP_04, HPL_dlaswp04T, K_DLASWP04T) \
+  X(SWP_AU, HPL_dlaswp05N, K_DLASWP05N) \
+  X(SWP_AU, HPL_dlaswp05T, K_DLASWP05T) \
+  X(SWP_06, HPL_dlaswp06N, K_DLASWP06N) \
+  X(SWP_06, HPL_dlaswp06T, K_DLASWP06T) \
+  /* end */
+
 #endif

@@ -18,7 +18,7 @@ int hplsim_model_has(enum hplsim_kernel kernel);
 /* One duration in seconds (>= 0) for a call with sizes x0, x1, x2. */
 double hplsim_model_draw(enum hplsim_kernel kernel, double x0, double x1, double x2, hplsim_rng *noise);
 
-/* The model file's name of a kernel ("dgemm", "HPL_dlaswp01T", ...). */
+/* The model file's name of a kernel (hplsim_kernels[kernel].name). */
 const char *hplsim_kernel_name(enum hplsim_kernel kernel);
 
 /* The CPU index the rank was mapped to (after hplsim_model_load). */

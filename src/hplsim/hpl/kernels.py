@@ -22,12 +22,17 @@ is stale; regenerate both with
 
 Adding a kernel: a row here (at the end), its call site in `csrc/kernel-models/`
 (`blas.c` or `hpl_kernels.c`: the routine that reports its sizes with
-``hplsim_kernel(K_…, x0, x1, x2)``), its wrapper in `csrc/hpl-trace/hplsim_trace.c` when
-the tracer times it (``traced``, the default), then ``--write``.
+``hplsim_kernel(K_…, x0, x1, x2)``), then ``--write``. The tracer
+(`csrc/hpl-trace/hplsim_trace.c`) wraps every ``traced`` kernel (the default) from the
+header's list ``HPLSIM_TRACED_KERNELS``, by its ``shape``: the form of its C arguments,
+shared by the kernels that take the same ones (a new shape needs its ``WRAP_<SHAPE>`` macro
+there). So a kernel's name is written here, in its call site and in the generated header,
+and nowhere else in the C code (`tests/test_kernel_table.py` counts).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -64,6 +69,7 @@ class Kernel:
     traced: bool = True  # the real HPL's tracer (csrc/hpl-trace/hplsim_trace.c) times it
     sided: bool = False  # k is the order of a triangular operand: m on the left side, n on the right
     note: str = ""  # for the model file's documentation
+    shape: str = ""  # its C arguments' form: the tracer's WRAP_<SHAPE> wraps it (required when traced)
 
     @property
     def routine(self) -> str:
@@ -89,36 +95,40 @@ def _blas(name: str, variables: tuple[str, ...], **kw) -> Kernel:
     return Kernel(name, variables, BLAS_SITE, **kw)
 
 
-def _swap(suffix: str) -> Kernel:
+def _swap(suffix: str, shape: str) -> Kernel:
     name = f"HPL_dlaswp{suffix}"
-    return Kernel(name, ("m", "n"), HPL_SITE, ("ld",), replaces=f"src/pauxil/{name}.c", note=_SWAP_NOTE)
+    return Kernel(name, ("m", "n"), HPL_SITE, ("ld",), replaces=f"src/pauxil/{name}.c", note=_SWAP_NOTE,
+                  shape=shape)
 
 
 def _swap04(suffix: str) -> Kernel:
     # M0, M1 and N take the three slots: no room for a leading dimension
     name = f"HPL_dlaswp{suffix}"
     return Kernel(name, ("m0", "m1", "n"), HPL_SITE, replaces=f"src/pauxil/{name}.c",
-                  note="HPL's (M0, M1, N) arguments")
+                  note="HPL's (M0, M1, N) arguments", shape="swp_04")
 
 
 #: The order is the C enum's: the runtime indexes its per-kernel counters with it, and a new
 #: kernel goes at the end so that no existing index moves.
 KERNELS: tuple[Kernel, ...] = (
-    _blas("dgemm", ("m", "n", "k"), calibrated=True, note="C(m×n) += A(m×k)·B(k×n)"),
+    _blas("dgemm", ("m", "n", "k"), calibrated=True, note="C(m×n) += A(m×k)·B(k×n)", shape="gemm"),
     _blas("dtrsm", ("m", "n", "k"), calibrated=True, sided=True,
-          note="k = order of the triangular matrix: m if side is left, n if right (so `mnk` is M²N or MN²)"),
-    _blas("dgemv", ("m", "n")),
-    _blas("dger", ("m", "n")),
-    _blas("dtrsv", ("n",)),
-    _blas("daxpy", ("n",)),
-    _blas("dscal", ("n",)),
-    _blas("dswap", ("n",)),
-    _blas("idamax", ("n",)),
-    Kernel("HPL_dlacpy", ("m", "n"), HPL_SITE, replaces="src/auxil/HPL_dlacpy.c"),
-    Kernel("HPL_dlatcpy", ("m", "n"), HPL_SITE, replaces="src/auxil/HPL_dlatcpy.c"),
-    _swap("00N"), _swap("10N"), _swap("01N"), _swap("01T"), _swap("02N"), _swap("03N"), _swap("03T"),
+          note="k = order of the triangular matrix: m if side is left, n if right (so `mnk` is M²N or MN²)",
+          shape="trsm"),
+    _blas("dgemv", ("m", "n"), shape="gemv"),
+    _blas("dger", ("m", "n"), shape="ger"),
+    _blas("dtrsv", ("n",), shape="trsv"),
+    _blas("daxpy", ("n",), shape="axpy"),
+    _blas("dscal", ("n",), shape="scal"),
+    _blas("dswap", ("n",), shape="swap"),
+    _blas("idamax", ("n",), shape="iamax"),
+    Kernel("HPL_dlacpy", ("m", "n"), HPL_SITE, replaces="src/auxil/HPL_dlacpy.c", shape="cpy"),
+    Kernel("HPL_dlatcpy", ("m", "n"), HPL_SITE, replaces="src/auxil/HPL_dlatcpy.c", shape="cpy"),
+    # the row swaps' shapes: A alone; A and U; A into W; W into U; both ways; A and U by one index
+    _swap("00N", "swp_a"), _swap("10N", "swp_a"), _swap("01N", "swp_au"), _swap("01T", "swp_au"),
+    _swap("02N", "swp_02"), _swap("03N", "swp_03"), _swap("03T", "swp_03"),
     _swap04("04N"), _swap04("04T"),
-    _swap("05N"), _swap("05T"), _swap("06N"), _swap("06T"),
+    _swap("05N", "swp_au"), _swap("05T", "swp_au"), _swap("06N", "swp_06"), _swap("06T", "swp_06"),
 )
 
 
@@ -133,6 +143,9 @@ def check(kernels: Sequence[Kernel]) -> None:
             raise ValueError(f"kernel {k.name}: site {k.site!r} is not {BLAS_SITE} or {HPL_SITE}")
         if k.sided and k.variables != ("m", "n", "k"):
             raise ValueError(f"kernel {k.name}: a sided kernel's variables are m, n, k")
+        if k.traced and not re.fullmatch(r"[a-z][a-z0-9_]*", k.shape):
+            raise ValueError(f"kernel {k.name}: a traced kernel needs a shape (lower-case C identifier), "
+                             f"got {k.shape!r}")
 
 
 check(KERNELS)
@@ -204,6 +217,7 @@ def c_header(kernels: Sequence[Kernel] | None = None) -> str:
     check(table)
     enum = "".join(f"  {k.enum},\n" for k in table)
     rows = "".join(f'  [{k.enum}] = {{"{k.name}", {_c_strings(k.slots)}, {int(k.calibrated)}}},\n' for k in table)
+    wrapped = "".join(f"  X({k.shape.upper()}, {k.routine}, {k.enum}) \\\n" for k in table if k.traced)
     return f"""\
 /* Generated from src/hplsim/hpl/kernels.py (the table of kernels): do not edit. Regenerate with
  *   python -m hplsim.hpl.kernels --write
@@ -225,6 +239,12 @@ struct hplsim_kernel_info {{
 
 static const struct hplsim_kernel_info hplsim_kernels[K_NKERNELS] = {{
 {rows}}};
+
+/* The kernels the real HPL's tracer times, as X(SHAPE, routine, enumerator): the tracer defines
+ * one wrapper per kernel from the wrapper of its shape (the form of its C arguments), so that
+ * no C file but the call site writes a kernel's name. */
+#define HPLSIM_TRACED_KERNELS(X) \\
+{wrapped}  /* end */
 
 #endif
 """
