@@ -182,8 +182,10 @@ def test_extra_runs_are_spread_evenly_over_the_later_rounds():
     planned = _spread_extra_runs(per_round, [1.1, 7.7, 24.0, 0.001], min_seconds=10)
     totals = [sum(r[i] for r in per_round) for i in range(4)]
     assert totals == [10, 5, 5, 15] and planned == 35  # ceil(10 / 1.1); at least 5; 5; at most 15
-    assert [r[0] for r in per_round] == [1, 2, 2, 2, 3]  # 9 runs over rounds 1–4, none crowded in one
-    assert [r[3] for r in per_round] == [1, 3, 4, 3, 4]
+    assert per_round[0] == [1, 1, 1, 1]  # the first round measured the times
+    for i in range(4):  # evenly: the later rounds' counts differ by one at most
+        later = [r[i] for r in per_round[1:]]
+        assert max(later) - min(later) <= 1 and min(later) >= 1, (i, later)
     one = [[1, 1]]
     assert _spread_extra_runs(one, [0.5, 0.5], 10) == 2  # one round: no later round to put them in
 
