@@ -174,21 +174,25 @@ def test_mpi_acceptance_archive(measured: DocRun) -> None:
     assert (res.duration > 0).all()
     assert set(res.operation) == {"send", "recv", "isend", "pingpong", "iprobe", "test", "wtime", "iprobe-late"}
     # Open MPI (ob1) reports a message that arrived during computation one probe late
-    # (docs/validation.md, E17): about one probe gap of computation, not zero, not two
-    late = res[res.operation == "iprobe-late"].duration.median() / IPROBE_LATE_GAP
-    assert 0.7 < late < 1.5, late
+    # (docs/validation.md, E17): one probe gap of computation, not zero, not two. The
+    # program times its gaps with the clock it times the probes with, so the duration
+    # counts gaps; a neighbour's load only adds time, and the fewest gaps seen is the count.
+    late = res[res.operation == "iprobe-late"].duration / IPROBE_LATE_GAP
+    assert 0.5 < late.min() < 1.5, late.describe()
     pp = res[res.operation == "pingpong"].groupby("size").duration.median()
     assert pp.index.max() > 10**7 and pp.iloc[-1] > 10 * pp.iloc[0]  # big messages take longer
     # a 10 MB+ message moves at a plausible shared-memory speed (0.1 to 100 GB/s)
     bw = (pp.index[-1] / (pp.iloc[-1] / 2))
     assert 1e8 < bw < 1e11
-    # a small message's round trip between two cores is a few µs at most: timed right
-    # after the barrier between rows it read 25 µs on every row, the ranks' skew leaving
-    # it (E24). Each size is one round trip here, and a shared 2-core CI host once stretched
-    # two of three to 8-10 µs (its neighbours' load only ever adds time), so the fastest
-    # small round trip is what tells the skew apart from that noise.
-    small = res[(res.operation == "pingpong") & (res["size"] < 1000)].duration
-    assert small.min() < 5e-6, pp.head()
+    # a small message's round trip is about a send and a receive each way: timed right
+    # after the barrier between rows it read 25 µs on every row, the ranks' skew (E24),
+    # a hundred times this run's own small sends and receives (timed with the partner
+    # already waiting: no skew in them). Load only adds time, so the fastest of each is
+    # compared; a shared 2-core CI host stretched two small round trips of three to 8-10 µs.
+    small = res[res["size"] < 1000]
+    one_way = (small[small.operation == "send"].duration.min() + small[small.operation == "recv"].duration.min())
+    round_trip = small[small.operation == "pingpong"].duration.min()
+    assert round_trip < 20 * one_way, (round_trip, one_way, pp.head())
 
 
 def test_archive_show(docs: DocRun) -> None:
@@ -396,17 +400,18 @@ BAD_INPUT = [
 
 
 @pytest.mark.parametrize("argv, message", BAD_INPUT, ids=[" ".join(a[:3]) + f"-{i}" for i, (a, _) in enumerate(BAD_INPUT)])
-def test_bad_input_is_one_line_before_anything_runs(tmp_path: Path, argv: list[str], message: str) -> None:
+def test_bad_input_is_one_line_before_anything_runs(tmp_path: Path, argv: list[str], message: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "zero.csv").write_text("m,n,k\n1,2,3\n4,0,5\n")
     (tmp_path / "garbage.csv").write_text("m,n,k\nabc,1,1\n")
     (tmp_path / "ghosts.txt").write_text("localhost slots=1\nno-such-host.invalid slots=4\n")
     (tmp_path / "ops.csv").write_text("operation,size\nsend,8\nbcast,8\n")
     before = set(tmp_path.iterdir())
-    t0 = time.monotonic()
+    started: list[str] = []  # the calibration's run (build, system info, measurements) must not begin
+    monkeypatch.setattr(runner, "_execute", lambda *a, **k: started.append("run") or pytest.fail("the run began"))
     res = run_cli(*argv, *(["--out", "x.zip"] if argv[0] == "calibrate" else []), cwd=tmp_path)
     assert_one_line_error(res, re.escape(message))
-    assert set(tmp_path.iterdir()) == before  # nothing written
-    assert time.monotonic() - t0 < 30
+    assert set(tmp_path.iterdir()) == before and not started  # nothing written, nothing run
 
 
 def test_metadata_yaml_is_plain(docs: DocRun) -> None:
