@@ -18,7 +18,7 @@ from xml.sax.saxutils import quoteattr
 
 
 from hplsim import formats
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, warn
 from hplsim.formats import Field, Invalid, Record
 
 FORMAT_NAME = "hplsim-platform"
@@ -112,6 +112,45 @@ def duration(value: Any, what: str, bare: bool = False) -> float:
     (1e-06, 0.0005)
     """
     return parse_quantity(value, TIME, what, bare)
+
+
+#: What a network value may be without a word: outside, it is most likely a unit missed or
+#: mistyped (``bw="12.5"`` is 12.5 B/s to SimGrid). (kind: lowest, highest, unit, their words)
+#: Host speeds are not checked: kernel durations are injected in seconds, so a host's speed
+#: cancels out (Dahu's own file says speed="1").
+PLAUSIBLE = {
+    "bandwidth": (1e6, 1e13, "B/s", "under 1 MB/s", "over 10 TB/s"),
+    "time": (0.0, 1.0, "s", "", "over 1 s"),
+}
+
+
+def implausible(value: float, kind: str) -> str | None:
+    """Why a bandwidth (B/s) or a latency (s) is implausible, or None.
+
+    >>> implausible(12.5, "bandwidth"), implausible(12.5e9, "bandwidth"), implausible(2.0, "time")
+    ('under 1 MB/s', None, 'over 1 s')
+    """
+    low, high, _, under, over = PLAUSIBLE[kind]
+    if 0 < value < low:
+        return under
+    if value > high:
+        return over
+    return None
+
+
+def _warn_implausible(where: str, raw: Any, value: float, q: Quantity, bare: bool) -> None:
+    """One warning for a value outside PLAUSIBLE, saying the unit SimGrid took it in."""
+    why = implausible(value, q.kind)
+    if why is None:
+        return
+    unit = PLAUSIBLE[q.kind][2]
+    no_unit = bare and isinstance(raw, str) and not _UNIT_RE.match(raw).group(2)
+    read = f"has no unit: SimGrid reads {value:g} {unit}" if no_unit else f"is {value:g} {unit}"
+    warn(f"{where}={_quoted(raw)} {read} (implausible: {why})")
+
+
+def _quoted(raw: Any) -> str:
+    return f'"{raw}"' if isinstance(raw, str) else str(raw)
 
 
 @dataclass
@@ -340,6 +379,11 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
     where = f"platform spec {source}"
     d = formats.read(SPEC, doc, where)
     net = d["network"]
+    raw_net = doc.get("network") if isinstance(doc, Mapping) else None
+    for key, value in net.items():
+        q = BANDWIDTH if key.endswith("bandwidth") else TIME if key.endswith("latency") else None
+        if q is not None and value is not None and isinstance(raw_net, Mapping) and key in raw_net:
+            _warn_implausible(f"{where}: network.{key}", raw_net[key], value, q, bare=False)
     if net["topology"] == "fat-tree":
         if not net["fat_tree"]:
             raise formats.error(where, "network.fat_tree", "SimGrid's topo_parameters (a fat-tree needs 'fat_tree')",
@@ -432,17 +476,21 @@ _XML_LATENCIES = {"link": ("latency",), "cluster": ("lat", "bb_lat", "loopback_l
 
 def _check_xml_links(root: ET.Element, source: str) -> None:
     """A zero or negative bandwidth, or a negative latency, makes SimGrid abort with its own
-    words ("The Impossible Did Happen"): name the element instead."""
+    words ("The Impossible Did Happen"): name the element instead. An implausible value
+    (PLAUSIBLE) is a warning."""
     for el in root.iter():
         name = f"<{el.tag} id={el.get('id', '?')!r}>"
+        shown = f'<{el.tag} id="{el.get("id", "?")}">'
         for attr in _XML_BANDWIDTHS.get(el.tag, ()):
             if el.get(attr) is not None:
                 value = bandwidth(el.get(attr), f"platform {source}: {name} {attr}", bare=True)
                 if value <= 0:
                     raise HplsimError(f"platform {source}: {name} {attr}={el.get(attr)!r}: a bandwidth must be positive")
+                _warn_implausible(f"platform {source}: {shown} {attr}", el.get(attr), value, BANDWIDTH, bare=True)
         for attr in _XML_LATENCIES.get(el.tag, ()):
             if el.get(attr) is not None:
-                duration(el.get(attr), f"platform {source}: {name} {attr}", bare=True)
+                value = duration(el.get(attr), f"platform {source}: {name} {attr}", bare=True)
+                _warn_implausible(f"platform {source}: {shown} {attr}", el.get(attr), value, TIME, bare=True)
 
 
 def platform_from_xml(xml_text: str, source: str, ranks_per_host: int | None = None) -> Platform:
