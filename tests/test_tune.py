@@ -64,6 +64,52 @@ def test_tune_recommends_with_interval_and_writes_hpl_dat(first):
     assert node_bytes(best["n"] + best["nb"], best["nb"], 1, 2, best["depth"], hosts) > 0.8 * 64e6
 
 
+def test_tune_recommends_what_its_simulations_found_best_and_its_extrapolation_holds(first):
+    """The real (tiny) search against its own store and against fresh simulations: the
+    recommendation is the fastest configuration simulated at the largest size, its figure
+    there is the mean of its stored seeds, every neighbour in the sensitivity table is one
+    of those stored runs and no faster; and the Gflops it extrapolates to the memory's N,
+    which it never simulated, hold: `hplsim predict` of the HPL.dat it wrote, at that N with
+    the search's three seeds, lands inside the 90 % interval it printed."""
+    import sqlite3
+    import statistics
+
+    where, doc = first
+    best, simulated = doc["best"], doc["simulated"]
+    n_top = doc["search"]["sizes"][-1]
+    assert simulated["n"] == n_top < best["n"]  # the memory's N is extrapolated, not simulated
+    keys = ("nb", "p", "q", "pfact", "rfact", "bcast", "depth", "swap")
+    db = sqlite3.connect(where / "a.sqlite")
+    db.row_factory = sqlite3.Row
+    rows = [dict(r) for r in db.execute("SELECT * FROM runs WHERE n = ?", (n_top,))]
+    assert rows and all(r["status"] == "ok" for r in rows)
+    by_config: dict[tuple, dict[int, float]] = {}
+    for r in rows:
+        by_config.setdefault(tuple(r[k] for k in keys), {})[r["seed"]] = r["gflops"]
+    mine = by_config.pop(tuple(best[k] for k in keys))
+    assert len(mine) == simulated["seeds"] == 3 and by_config  # neighbours were simulated
+    assert simulated["gflops"] == pytest.approx(statistics.mean(mine.values()))
+    for other, seeds in by_config.items():
+        for seed, gflops in seeds.items():
+            assert gflops <= mine[seed], (other, seed)  # the same seed: the same pivots' draws
+    for row in doc["sensitivity"]:
+        changed = tuple(row["value"] if k == row["parameter"] else best[k] for k in keys)
+        assert any(row["gflops"] == pytest.approx(g) for g in by_config[changed].values())
+        assert row["change"] <= 0
+
+    seeds = sorted(mine)
+    fresh = []
+    for seed in seeds:
+        code, out, err = invoke(["predict", "--hpl-dat", "HPL.dat", "--platform", str(DEFAULT.platform),
+                                 "--ranks-per-host", "32", "--model", "m.yaml", "--seed", str(seed), "--json"], where)
+        assert code == 0, err
+        (run,) = json.loads(out)
+        assert run["n"] == best["n"]
+        fresh.append(run["gflops"])
+    lo, hi = best["interval"]
+    assert lo <= statistics.mean(fresh) <= hi, (fresh, best)
+
+
 def test_tune_resumes_from_its_store_and_is_reproducible(first, tmp_path):
     where, doc = first
     code, out, err = invoke([*TINY, "--seed", "5", "--db", "a.sqlite"], where)
