@@ -11,7 +11,7 @@ The rule (docs/errors.md):
   a failed write leaves nothing behind.
 - Finished work is never lost (`write_or_fallback`): if the destination fails anyway
   (disk full, folder removed meanwhile), the file is saved in a fallback place and the
-  warning says where.
+  warning (or, `strict`, the error) says where.
 """
 
 from __future__ import annotations
@@ -138,9 +138,11 @@ def fallback_path(path: Path) -> Path:
     raise HplsimError(f"cannot write {path.name} anywhere (neither here nor in {tempfile.gettempdir()})")
 
 
-def write_or_fallback(path: Path | str, write: Callable[[Path], Any], what: str) -> Path:
+def write_or_fallback(path: Path | str, write: Callable[[Path], Any], what: str, strict: bool = False) -> Path:
     """`write(path)`; if that fails with an OS error, `write(fallback)` and warn where the
-    result went. Returns where it was written."""
+    result went. Returns where it was written. `strict`: the command fails instead
+    (HplsimError saying where the result went), so that a script does not go on without
+    the file where it asked for it."""
     path = Path(path)
     try:
         write(path)
@@ -148,6 +150,11 @@ def write_or_fallback(path: Path | str, write: Callable[[Path], Any], what: str)
     except (OSError, HplsimError) as exc:
         reason = _reason(exc) if isinstance(exc, OSError) else str(exc)
         other = fallback_path(path)
-        write(other)
+        try:
+            write(other)
+        except OSError as again:
+            raise HplsimError(f"cannot write {what} {path} ({reason}), nor {other} ({_reason(again)})") from None
+        if strict:
+            raise HplsimError(f"cannot write {what} {path} ({reason}): saved it to {other} instead")
         warn(f"could not write {what} to {path} ({reason}): saved it to {other} instead")
         return other

@@ -451,7 +451,8 @@ def _execute(run: _Run, with_mpi: bool, launch_fn: Callable[[dict[str, Path], Pa
             meta["monitoring"]["note"] = "; ".join(filter(None, [meta["monitoring"]["note"],
                                                                   "only the host running hplsim is monitored"]))
         # the measurements are never lost: an archive that cannot go where asked goes next door
-        path = write_or_fallback(run.out, lambda p: writer.write(p, meta, log.entries), "the calibration archive")
+        path = write_or_fallback(run.out, lambda p: writer.write(p, meta, log.entries), "the calibration archive",
+                                 strict=interrupted is None and not failures)
     result = RunResult(path, run.kind, status, planned, len(results), time.monotonic() - t0, reason, results)
     if interrupted is not None:
         raise CalibrationInterrupted(result, interrupted.signum)

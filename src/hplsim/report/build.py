@@ -20,14 +20,27 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 def _sqlite_format(path: Path) -> str | None:
     """The `format` an hplsim SQLite file declares in its meta table (read-only)."""
     try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            row = con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-        finally:
-            con.close()
+            # not mode=ro: a read-only connection cannot remove the -wal and -shm files it
+            # makes, and would leave them next to the store; query_only keeps it a reader
+            row = _meta_format(path.resolve().as_uri())
+        except sqlite3.OperationalError as exc:
+            if "unable to open" not in str(exc):
+                raise
+            # a WAL file on a read-only file system: no -shm can be made, nothing can write it
+            row = _meta_format(f"{path.resolve().as_uri()}?immutable=1")
     except sqlite3.DatabaseError as exc:
         raise HplsimError(f"{path}: not an hplsim results store or history (unreadable SQLite file: {exc})") from None
     return row[0] if row else None
+
+
+def _meta_format(uri: str):
+    con = sqlite3.connect(uri, uri=True)
+    try:
+        con.execute("PRAGMA query_only = 1")
+        return con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    finally:
+        con.close()
 
 
 def kind_of(path: Path) -> str:

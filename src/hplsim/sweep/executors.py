@@ -152,7 +152,13 @@ class LocalExecutor:
     def check(self) -> None:
         pass
 
-    def run(self, tasks: Sequence[Task], variants: Sequence[Variant]) -> Iterator[Outcome]:
+    #: `run` takes `admit`: asked about each task just before it starts (sweeps sharing a store)
+    admits = True
+
+    def run(self, tasks: Sequence[Task], variants: Sequence[Variant],
+            admit: Callable[[Task], bool] | None = None) -> Iterator[Outcome]:
+        """`admit(task)`: False skips the task (another sweep runs it). Tasks are handed to
+        the pool only as workers free up, so that the question is asked when it matters."""
         if not tasks:
             return
         jobs, why = (self.jobs, "--jobs") if self.jobs else default_jobs(tasks)
@@ -170,18 +176,37 @@ class LocalExecutor:
             relay.start()
         pool = cf.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init,
                                       initargs=(list(variants), queue))
-        futures = {pool.submit(_run_in_worker, t): t for t in largest_first(tasks)}
+        waiting = iter(largest_first(tasks))
+        futures: dict[cf.Future, Task] = {}
+
+        def fill() -> None:
+            while len(futures) < jobs:
+                task = next(waiting, None)
+                if task is None:
+                    return
+                if admit is None or admit(task):
+                    futures[pool.submit(_run_in_worker, task)] = task
+
         finished = False
         try:
-            for future in cf.as_completed(futures):
-                task = futures[future]
-                try:
-                    yield future.result()
-                except cf.process.BrokenProcessPool:
+            fill()
+            while futures:
+                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+                outcomes, broken = [], False
+                for future in done:
+                    task = futures.pop(future)
+                    try:
+                        outcomes.append(future.result())
+                    except cf.process.BrokenProcessPool:
+                        broken = True
+                    except Exception as exc:  # noqa: BLE001 - reported as this run's failure
+                        outcomes.append(_failed(task, f"worker error: {type(exc).__name__}: {exc}"))
+                if not broken:
+                    fill()  # the freed workers start their next runs while the outcomes are stored
+                yield from outcomes
+                if broken:
                     raise HplsimError("a local worker process died (out of memory?); completed runs are stored, "
-                                      "re-run the sweep to continue") from None
-                except Exception as exc:  # noqa: BLE001 - reported as this run's failure
-                    yield _failed(task, f"worker error: {type(exc).__name__}: {exc}")
+                                      "re-run the sweep to continue")
             finished = True
         finally:
             if finished:

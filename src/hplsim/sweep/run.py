@@ -9,8 +9,10 @@ with ``retry_failed``, what failed before.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,15 +20,16 @@ from pathlib import Path
 from typing import Callable
 
 from hplsim.emulate.progress import RunBars
-from hplsim.errors import HplsimError
+from hplsim.errors import HplsimError, warn
 from hplsim.processes import noted_interrupts
 from hplsim.sweep.executors import Executor
 from hplsim.sweep.plan import Invalid, make_plan
 from hplsim.sweep.spec import SweepSpec
-from hplsim.sweep.store import ResultStore, SweepCounts
+from hplsim.sweep.store import HEARTBEAT_S, ResultStore, SweepCounts, heartbeat
 from hplsim.sweep.tasks import Task
 
 MAX_LISTED = 5  # invalid combinations / failures printed one by one, then counted
+WAIT_POLL_S = 0.5  # how often a sweep looks whether another sweep stored the runs it waits for
 
 
 def work_dir(db: Path) -> Path:
@@ -43,6 +46,7 @@ class SweepResult:
     ok: int = 0
     failed: int = 0
     interrupted: bool = False
+    by_others: int = 0  # runs of the plan another sweep ran meanwhile (stored by it)
     wall_s: float = 0.0
     executor: str = ""
 
@@ -76,6 +80,66 @@ def _reason_kind(reason: str) -> str:
     return re.sub(r"\d+", "#", reason)
 
 
+class _InputFiles:
+    """The spec's model and platform files, as they were when the sweep read them. Every
+    run uses that content (read once, sent to the workers) and is keyed by its digest; a
+    file edited meanwhile does not change the runs, but the user is told that the sweep
+    did not run the new content."""
+
+    def __init__(self, spec: SweepSpec):
+        self.files = {what: (path, self._stat(path), self._digest(path))
+                      for what, path in (("model file", spec.model_path), ("platform file", spec.platform_path))
+                      if path is not None}
+        self.told: set[str] = set()
+
+    @staticmethod
+    def _stat(path: Path) -> tuple | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    @staticmethod
+    def _digest(path: Path) -> str | None:
+        try:
+            return hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return None
+
+    def check(self) -> None:
+        for what, (path, stat, digest) in self.files.items():
+            if what in self.told or self._stat(path) == stat:  # stat first: a run's check costs no read
+                continue
+            if self._digest(path) != digest:
+                self.told.add(what)
+                warn(f"{what} {path} changed on disk during the sweep: this sweep runs and stores the content "
+                     "it read at its start, keyed by that content's digest; run the sweep again for the new content")
+
+
+class _Heartbeat:
+    """Keeps this sweep's claims fresh, so that other sweeps on the store wait for its runs
+    instead of taking them over (a sweep on another host cannot be seen to die otherwise)."""
+
+    def __init__(self, db: Path, sweep_id: int):
+        self.db, self.sweep_id = db, sweep_id
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="hplsim-heartbeat")
+
+    def _run(self) -> None:
+        while not self.stopping.wait(HEARTBEAT_S):
+            with contextlib.suppress(Exception):  # a missed beat only makes the claims look older
+                heartbeat(self.db, self.sweep_id)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=10)
+
+
 def _progress_bar(total: int, enabled: bool):
     from tqdm import tqdm
 
@@ -89,7 +153,9 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
               progress: bool = True, log: Callable[[str], None] = _eprint) -> SweepResult:
     start = time.perf_counter()
     executor.check()
+    inputs = _InputFiles(spec)
     plan = make_plan(spec, work_dir(db), spec.timeout)
+    inputs.check()  # changed while the plan read it: say so now
     result = SweepResult(planned=len(plan.tasks), invalid=plan.invalid)
     report_invalid(plan.invalid, log)
     if not plan.tasks:
@@ -101,7 +167,8 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
             log(f"hplsim: {v.platform_variation} / {v.model_variation}: {v.note}")
 
     with ResultStore(db) as store:
-        stored = store.statuses(t.hash for t in plan.tasks)
+        seen = store.stored_state(t.hash for t in plan.tasks)
+        stored = {h: status for h, (status, _) in seen.items()}
         todo = [t for t in plan.tasks
                 if t.hash not in stored or (retry_failed and stored[t.hash] == "failed")]
         result.already_stored = sum(1 for s in stored.values() if s == "ok")
@@ -119,32 +186,83 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
         sweep_id = store.begin_sweep(spec.source, spec.text, executor.name)
         status = "interrupted"
         listed_failures = 0
+        elsewhere: dict[str, Task] = {}  # runs another live sweep on the store is running
         # Each run's panels under the overall bar, on a terminal, where the executor can say them.
         per_run = RunBars(lambda h: (by_hash[h].config.n, by_hash[h].config.nb, describe_task(by_hash[h])),
                           file=sys.stderr)
         if progress and sys.stderr.isatty() and hasattr(executor, "progress"):
             executor.progress = per_run
+        beat = _Heartbeat(db, sweep_id)
         try:
             with noted_interrupts(stop_on_sigterm=True) as signals, _progress_bar(len(todo), progress and bool(todo)) as bar, \
-                    contextlib.closing(executor.run(todo, plan.variants)) as outcomes, \
                     contextlib.closing(per_run):
-                for outcome in outcomes:
-                    task = by_hash.get(outcome.hash)
-                    per_run.done(outcome.hash)
-                    if task is None:
-                        continue
-                    store.record(task, plan.variants[task.variant], outcome, sweep_id)
-                    if outcome.status == "ok":
-                        result.ok += 1
-                    else:
-                        result.failed += 1
-                        if listed_failures < MAX_LISTED:
-                            listed_failures += 1
-                            bar.write(f"hplsim: failed: {describe_task(task)}: {outcome.error}", file=sys.stderr)
-                        bar.set_postfix(failed=result.failed, refresh=False)
-                    bar.update(1)
-                    if signals:  # an interruption a finaliser swallowed: stop at this run
+
+                def kept(exc: HplsimError, lost: str = "") -> HplsimError:
+                    return HplsimError(f"{exc}; {lost}the {result.ran} runs this sweep stored before are kept: "
+                                       "re-run the same command to continue")
+
+                def admit(task: Task) -> bool:
+                    try:
+                        answer = store.claim(task.hash, sweep_id, seen.get(task.hash))
+                    except HplsimError as exc:
+                        raise kept(exc) from None
+                    if answer == "busy":
+                        elsewhere[task.hash] = task
+                    elif answer == "stored":  # another sweep stored it since this one looked
+                        result.by_others += 1
+                        bar.update(1)
+                    return answer == "mine"
+
+                def execute(tasks: list[Task]) -> None:
+                    nonlocal listed_failures
+                    if getattr(executor, "admits", False):
+                        runs = executor.run(tasks, plan.variants, admit)
+                    else:  # an executor that takes every task at once: claim them now
+                        runs = executor.run([t for t in tasks if admit(t)], plan.variants)
+                    with contextlib.closing(runs) as outcomes:
+                        for outcome in outcomes:
+                            task = by_hash.get(outcome.hash)
+                            per_run.done(outcome.hash)
+                            if task is None:
+                                continue
+                            inputs.check()
+                            try:
+                                store.record(task, plan.variants[task.variant], outcome, sweep_id)
+                            except HplsimError as exc:
+                                raise kept(exc, f"the run {describe_task(task)} is lost, ") from None
+                            if outcome.status == "ok":
+                                result.ok += 1
+                            else:
+                                result.failed += 1
+                                if listed_failures < MAX_LISTED:
+                                    listed_failures += 1
+                                    bar.write(f"hplsim: failed: {describe_task(task)}: {outcome.error}",
+                                              file=sys.stderr)
+                                bar.set_postfix(failed=result.failed, refresh=False)
+                            bar.update(1)
+                            if signals:  # an interruption a finaliser swallowed: stop at this run
+                                raise KeyboardInterrupt
+
+                beat.start()
+                execute(todo)
+                told = False
+                while elsewhere:  # wait for the other sweep's outcomes; take over those it gave up
+                    if signals:
                         raise KeyboardInterrupt
+                    now_seen = store.stored_state(elsewhere)
+                    for h in [h for h in elsewhere if now_seen.get(h) != seen.get(h)]:
+                        del elsewhere[h]
+                        result.by_others += 1
+                        bar.update(1)
+                    orphans = [elsewhere.pop(h) for h in list(elsewhere) if store.claimer(h) is None]
+                    if orphans:
+                        execute(orphans)
+                    elif elsewhere:
+                        if not told:
+                            told = True
+                            bar.write(f"hplsim: waiting for {len(elsewhere)} runs that another sweep on {db} is "
+                                      f"running ({store.claimer(next(iter(elsewhere)))})", file=sys.stderr)
+                        time.sleep(WAIT_POLL_S)
                 if signals:
                     raise KeyboardInterrupt
             status = "done"
@@ -155,17 +273,21 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
             status = "error"  # e.g. the Dask scheduler went away: the runs stored so far stay
             raise
         finally:
+            beat.stop()
             result.wall_s = time.perf_counter() - start
             result.executor = getattr(executor, "description", "") or executor.name
             counts = SweepCounts(len(plan.tasks), result.already_stored, len(plan.invalid), result.ok, result.failed)
             with contextlib.suppress(Exception):  # never hide the interrupt behind a store error
                 store.end_sweep(sweep_id, counts, status)
+            with contextlib.suppress(Exception):
+                store.release(sweep_id)
             if result.interrupted:
                 log(f"hplsim: interrupted after {result.ran} of {len(todo)} runs; they are stored, "
                     "re-run the same command to continue")
     if todo:
         log(f"hplsim: {result.ran} runs in {result.wall_s:.1f} s ({result.executor}): {result.ok} ok, "
-            f"{result.failed} failed" + (f" (errors: hplsim sweep show {db} --failed)" if result.failed else ""))
+            f"{result.failed} failed" + (f" (errors: hplsim sweep show {db} --failed)" if result.failed else "")
+            + (f"; {result.by_others} run by another sweep on the store at the same time" if result.by_others else ""))
     else:
         log(f"hplsim: nothing to run: all {len(plan.tasks)} runs are in {db}")
     return result

@@ -23,8 +23,10 @@ import hashlib
 import os
 import re
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 
 from hplsim.errors import HplsimError
@@ -283,24 +285,40 @@ def _digest(path: Path) -> str:
 def _store_model(model: ModelFile, workdir: Path, label: str) -> ModelSource:
     """Write a derived model under its own digest (atomic, so that concurrent sweeps can)."""
     models = workdir / "models"
-    models.mkdir(parents=True, exist_ok=True)
     tmp = models / f".derived-{os.getpid()}-{uuid.uuid4().hex}.yaml"
-    save_model(model, tmp)
-    digest = _digest(tmp)
-    final = models / f"{digest[:16]}.yaml"
-    tmp.replace(final)
+    with _derived_file(tmp):
+        models.mkdir(parents=True, exist_ok=True)
+        save_model(model, tmp)
+        digest = _digest(tmp)
+        final = models / f"{digest[:16]}.yaml"
+        tmp.replace(final)
     return ModelSource(model, label, digest)
+
+
+@contextmanager
+def _derived_file(tmp: Path) -> Iterator[None]:
+    """A derived file's temporary copy never stays behind (a full disk, an interruption),
+    and a failure to write it is one error naming it."""
+    try:
+        yield
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise HplsimError(f"cannot write the sweep's derived file {tmp.parent}: {exc.strerror or exc}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _store_platform(platform: Platform, workdir: Path) -> None:
     """The derived platform's XML and hostfile, for reading and for re-running by hand."""
     platforms = workdir / "platforms"
-    platforms.mkdir(parents=True, exist_ok=True)
     stem = platforms / platform.digest()[:16]
     for suffix, text in ((".xml", platform.xml), (".hosts", "\n".join(platform.slots) + "\n")):
         tmp = stem.with_name(f".{stem.name}{suffix}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
-        tmp.write_text(text)
-        tmp.replace(stem.with_suffix(suffix))
+        with _derived_file(tmp):
+            platforms.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text)
+            tmp.replace(stem.with_suffix(suffix))
 
 
 def vary_model(base: ModelSource, platform: Platform, v: ModelVariation, workdir: Path,
