@@ -476,6 +476,13 @@ def predict_command(**opts) -> None:
     warning = host_mismatch_warning(platform, model.model)
     if warning:
         warn(warning)
+    from hplsim.hpl import cost
+
+    wall = sum(cost.estimate_s(c) for c in configs) * opts["replicates"]
+    if wall > cost.WORTH_SAYING_S:  # before an hour-long simulation starts without a word
+        memory = max(cost.estimate_memory_bytes(c) for c in configs)
+        click.echo(f"hplsim: estimated simulation cost: about {cost.duration_text(wall)} and "
+                   f"{cost.memory_text(memory)} (docs/predict.md, Cost of a simulation)", err=True)
 
     trace = TraceRequest.from_options(opts["trace_dir"], opts["trace_panels"], opts["trace_paje"], len(configs))
     show_progress = not opts["as_json"] and sys.stderr.isatty()

@@ -125,6 +125,15 @@ def _dry_run(spec, db: Path) -> None:
     for v in plan.variants:
         click.echo(f"  variant {v.platform_variation} / {v.model_variation}: {len(v.platform.slots)} rank slots, "
                    f"platform {v.platform_digest[:12]}, model {v.model.digest[:12]}" + (f"; {v.note}" if v.note else ""))
+    from hplsim.hpl import cost
+
+    todo = [t for t in plan.tasks if stored.get(t.hash) != "ok"]
+    for t in todo:  # the cost law's estimate of each run left to do (docs/predict.md)
+        click.echo(f"  run {t.config.label()} N={t.config.n} NB={t.config.nb} {t.config.p}x{t.config.q} "
+                   f"seed {t.seed} variant {t.variant}: {cost.estimate_text(t.config)}")
+    if todo:
+        click.echo(f"estimated: {cost.duration_text(sum(cost.estimate_s(t.config) for t in todo))} of simulation "
+                   f"in all, up to {cost.memory_text(max(cost.estimate_memory_bytes(t.config) for t in todo))} per run")
 
 
 @sweep.command("show")
