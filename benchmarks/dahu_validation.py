@@ -42,6 +42,7 @@ from _common import (REPO, Parser, prepare_store, reference_data, require_files,
                      stored_by_other_builds, stored_statuses, sweep_text, warn_other_builds)
 
 from hplsim.errors import HplsimError  # noqa: E402
+from hplsim.hpl.cost import estimate_memory_bytes, estimate_s  # noqa: E402  (how far the cost law lands)
 from hplsim.outputs import write_json  # noqa: E402
 from hplsim.platform.spec import IPROBE_REPORTS  # noqa: E402
 from hplsim.presets import get_preset  # noqa: E402
@@ -204,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     print(f"real runs: {MACHINES[args.machine]}")
     print(f"{'N':>7} {'variant':>13} {'seed':>5} {'hplsim':>9} {'real':>9} {'error':>8} {theirs:>9} "
-          f"{'D2 error' if theirs == 'D2_het' else 'their err':>9} {'sim wall s':>11} {'PSS MB':>8}", flush=True)
+          f"{'D2 error' if theirs == 'D2_het' else 'their err':>9} {'sim wall s':>11} {'PSS MB':>8} {'est/wall':>8} "
+          f"{'est/PSS':>7}", flush=True)
     for t in sorted(plan.tasks, key=lambda t: (t.variant, t.config.n, t.seed)):
         n, variant = t.config.n, plan.variants[t.variant].model_variation
         ref, paper_d2 = real.get(n, float("nan")), d2.get(n, float("nan"))
@@ -218,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{n:>7} {variant:>13} {t.seed:>5} {r['gflops']:>9.0f} {_num(ref, '9.0f')} "
               f"{_num(row['error_pct'], '+7.1f', '%')} {_num(paper_d2, '9.0f')} {_num(row['paper_d2_error_pct'], '+8.1f', '%')} "
-              f"{r['sim_wall_s']:>11.1f} {r['sim_memory_bytes'] / 1e6:>8.0f}")
+              f"{r['sim_wall_s']:>11.1f} {r['sim_memory_bytes'] / 1e6:>8.0f} {estimate_s(t.config) / r['sim_wall_s']:>8.2f} "
+              f"{estimate_memory_bytes(t.config) / r['sim_memory_bytes']:>7.2f}")
 
     summaries = {v: summarise([r for r in rows if r["variant"] == v], real, d2) for v in variants}
     summaries = {v: s for v, s in summaries.items() if s}

@@ -58,6 +58,7 @@ from hplsim.emulate.memory import hugepage_mount, max_map_count  # noqa: E402
 from hplsim.emulate.preloads import allocator  # noqa: E402
 from hplsim.emulate.smpirun import _descendants  # noqa: E402  (the simulation's processes)
 from hplsim.hpl.config import HplConfig  # noqa: E402
+from hplsim.hpl.cost import estimate_memory_bytes, estimate_s  # noqa: E402  (the law tune, sweep, predict use)
 from hplsim.models.modelfile import ModelFile, load_model, save_model  # noqa: E402
 from hplsim.platform.spec import load_platform, spec_from_dict  # noqa: E402
 from hplsim.predict import EXCHANGES, ModelSource, predict  # noqa: E402
@@ -224,7 +225,7 @@ def main() -> None:
           f"{'/proc/slabinfo' if _vma_slab_bytes() is not None else f'mappings x {VMA_BYTES} B (slabinfo unreadable)'}")
     head = (f"{'N':>8} {'grid':>7} {'exchanges':>9} {'wall s':>20} {'PSS MB':>14} {'VmPTE MB':>9} {'PT Δ MB':>8} "
             f"{'maps':>9} {'maps MB':>8} {'total MB':>9} {'Gflops':>10} {'vs msgs':>8} {'messages':>11} "
-            f"{'µs/msg':>7} {'panels/s':>8} {'ref wall':>9} {'ref/ours':>9}")
+            f"{'µs/msg':>7} {'panels/s':>8} {'ref wall':>9} {'ref/ours':>9} {'est/wall':>8} {'est/PSS':>7}")
     print(head, flush=True)
     rows = []
     for pt in points:
@@ -254,13 +255,15 @@ def main() -> None:
                   f"{worst.vm_pte_kb / 1024:>9.1f} {worst.pagetables_delta_kb / 1024:>8.1f} {worst.mappings:>9,} "
                   f"{worst.mapping_bytes / 1e6:>8.1f} {total:>9.1f} {gflops:>10.6g} {vs:>8} {sent:>11,} "
                   f"{1e6 * wall / max(sent, 1):>7.1f} {panels / wall:>8.2f} {(str(ref[0]) if ref else ''):>9} "
-                  f"{ratio:>9}", flush=True)
+                  f"{ratio:>9} {estimate_s(c) / wall:>8.2f} {estimate_memory_bytes(c) / 1e6 / max(pss):>7.2f}",
+                  flush=True)
             rows.append(dict(n=c.n, nb=c.nb, p=c.p, q=c.q, exchanges=mode, wall_s=walls, pss_mb=pss, gflops=gflops,
                              gflops_vs_messages=(gflops / reference_gflops - 1) if vs else None,
                              simulated_messages=sent, panels_per_s=panels / wall,
                              vm_pte_mb=worst.vm_pte_kb / 1024, pagetables_delta_mb=worst.pagetables_delta_kb / 1024,
                              mappings=worst.mappings, mapping_mb=worst.mapping_bytes / 1e6, total_mb=total,
-                             reference_wall_s=ref[0] if ref else None, reference_pss_mb=ref[1] if ref else None))
+                             reference_wall_s=ref[0] if ref else None, reference_pss_mb=ref[1] if ref else None,
+                             estimate_wall_s=estimate_s(c), estimate_pss_mb=estimate_memory_bytes(c) / 1e6))
     for mode in args.exchanges:
         report_laws(args.scenario, [r for r in rows if r["exchanges"] == mode], mode)
     write_json(args.json, rows)
