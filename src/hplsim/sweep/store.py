@@ -182,6 +182,8 @@ class ResultStore:
         self.conn: sqlite3.Connection | None = None
         try:
             self.conn = self._connect(create)
+            if existing and not self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                existing = False  # another sweep creating the store right now (or an empty database)
             if existing:  # before any write: a damaged or foreign file is left as it is
                 self._check_format()
                 self._check_intact()
@@ -203,7 +205,8 @@ class ResultStore:
                 self.conn.close()  # now: its -wal and -shm files go with it
             if not isinstance(exc, sqlite3.DatabaseError):
                 raise
-            if _locked(exc):
+            code = getattr(exc, "sqlite_errorcode", None)
+            if code not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, None):  # locked, full, read-only …
                 raise _problem(self.path, exc) from None
             raise HplsimError(f"{self.path} is not an hplsim results store, or is damaged ({exc}); "
                               "it is left as it is") from None
