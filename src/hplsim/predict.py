@@ -459,6 +459,9 @@ def predict_command(**opts) -> None:
         params = params_from_options(base, opts)
 
     source = preset or DEFAULT
+    if preset is not None and preset.machine_state:
+        # two presets describe one cluster in two states: say which one answers
+        click.echo(f"hplsim: preset {preset.name}: {preset.machine_state}", err=True)
     platform = (load_platform(opts["platform_path"], opts["ranks_per_host"]) if opts["platform_path"]
                 else source.load_platform(opts["ranks_per_host"]))
     model = (ModelSource.from_path(opts["model_path"]) if opts["model_path"]

@@ -26,6 +26,8 @@ PLATFORM_XML = DATA / "platform-loaded.xml"
 MODEL_FILE = DATA / "model.yaml"
 NODES = 32
 RANKS_PER_NODE = 32
+MACHINE_STATE = ("Dahu in March 2019 (the 2019-03 N-sweep's machine, before its cooling repair; four CPUs "
+                 "throttled): the published per-CPU dgemm models")
 
 PROVENANCE = {
     "source": "Ezibenroc/thesis, Ezibenroc/HPL-paper, Ezibenroc/hpl (public GitHub), as collected in shared/data/dahu",

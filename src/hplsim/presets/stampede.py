@@ -20,6 +20,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "stampede"
 PLATFORM_SPEC = DATA / "platform.yaml"
 MODEL_FILE = DATA / "model.yaml"
 RANKS_PER_NODE = 1
+MACHINE_STATE = "Stampede (TACC) as of its June 2013 TOP500 run, as the HPL-on-SMPI authors modelled it"
 
 #: The TOP500 run (June 2013): HPL's own output of that run, as the authors quote it
 #: (Ezibenroc/simulating_mpi_applications_at_scale, journal.org).

@@ -18,6 +18,7 @@ from hplsim.errors import HplsimError, warn, with_warnings
 from hplsim.hpl.config import BCAST_NAMES, FACT_NAMES, SWAP_NAMES, HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat
 from hplsim.hpl.options import OPTION_PARAMETERS, hpl_options
+from hplsim.presets import PRESETS
 from hplsim.hpl.parameters import PARAMETER
 from hplsim.tune.constraints import DEFAULT_CHOICES, DEFAULT_MEMORY_FRACTION, parse_budget, parse_memory
 
@@ -65,7 +66,7 @@ def _base_changes(opts: dict) -> dict:
 
 @click.command("tune")
 @hpl_options
-@click.option("--preset", type=click.Choice(["dahu", "stampede"]), help="A built-in platform + model.")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), help="A built-in platform + model.")
 @click.option("--platform", "platform_path", type=click.Path(path_type=Path), help="Platform: YAML spec or SimGrid XML.")
 @click.option("--ranks-per-host", type=RANKS_PER_HOST, help="Rank slots per host of an XML platform.")
 @click.option("--model", "model_path", type=click.Path(path_type=Path), help="Model file.")
