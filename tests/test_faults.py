@@ -1,5 +1,6 @@
 """Faults lose nothing (docs/errors.md, Faults): each fault is injected for real — a small
-tmpfs filled up, a read-only mount (both in a private mount namespace: `unshare -m`), a
+tmpfs filled up, a read-only mount (both in a private mount namespace: `unshare
+--map-root-user --mount`, which needs no privilege where user namespaces are allowed), a
 store's bytes truncated or overwritten, two sweeps started at once, a model file rewritten
 under a running sweep — and each ends in one ``hplsim: error:`` line (or, where nothing is
 wrong, in success), keeps every finished result, and leaves no partial file and no
@@ -90,7 +91,7 @@ def in_namespace(tmp_path: Path, command: list[str], mounts: list[dict], fault: 
             "cwd": str(cwd or tmp_path), "env": {"HPLSIM_TEST_MARKER": marker}, "keep": str(keep),
             "fault": {**fault, "dir": str(fault["dir"]), "db": str(fault.get("db", ""))} if fault else None,
             "hang": HANG}
-    out = subprocess.run(["unshare", "-m", sys.executable, "-c", INNER, json.dumps(args)],
+    out = subprocess.run(["unshare", "--map-root-user", "--mount", sys.executable, "-c", INNER, json.dumps(args)],
                          capture_output=True, text=True, timeout=HANG)
     assert out.returncode != 99, f"the command ended before the fault: {out.stderr}"
     return out, keep, marker
