@@ -220,9 +220,14 @@ class ResultStore:
         except sqlite3.OperationalError as exc:
             # A WAL store on a read-only file system: SQLite cannot create the -shm file a
             # reader needs; nothing can write it through this mount, so read it as immutable.
+            conn.close()
             if create or not ("unable to open" in str(exc) or "readonly" in str(exc)):
                 raise
-            conn.close()
+            wal = Path(f"{self.path}-wal")
+            if wal.is_file() and wal.stat().st_size > 0:  # immutable would ignore its transactions
+                raise HplsimError(f"cannot read the results store {self.path}: its {wal.name} file holds runs not "
+                                  f"yet in the store, and SQLite cannot read them here ({exc}); open it once "
+                                  "where it can be written") from None
             uri = "file:" + _quote(str(self.path.resolve())) + "?immutable=1"
             conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         conn.row_factory = sqlite3.Row
