@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """The Dahu factorial experiment (issue 18): hplsim against the real runs of January 2020
-and the authors' own prediction, on any subset of its 36 configurations.
+and the authors' own prediction, on any subset of its 36 configurations, on either Dahu preset
+(`--preset dahu-2020`, the default: the factorial's own machine state; `--preset dahu`: the
+machine of March 2019, whose CPUs the factorial did not run on; docs/presets.md).
 
 The data (reference/dahu/hpl_factorial_nb128.csv): N = 250,000, 32x32, NB 128, Crout,
 Right, every BCAST 0-5 x DEPTH 0/1 x SWAP 0/1/2, eight real runs each and one prediction of
 the authors (made with their models of that time). The January 2020 machine ran ~14 %
-faster than the 2019 one the preset's models describe, so what counts is relative:
+faster than the 2019 one the dahu preset's models describe; what counts is relative:
 
     relative error = (pred(c) / pred(ref)) / (real(c) / real(ref)) - 1
 
 with ref = (BCAST 2, NB 128, DEPTH 1, SWAP 0), the preset's own configuration, always run.
 The absolute error, (hplsim - real) / real, is printed too.
 
-Each run is `hplsim predict --preset dahu -N N --bcast B --depth D --swap S --seed SEED`
+Each run is `hplsim predict --preset PRESET -N N --bcast B --depth D --swap S --seed SEED`
 (the same code path, in the sweep's pool of worker processes), kept in a sweep results
 store: the same command run again runs only what the store lacks (after an interruption,
 or with more configurations). The default store is named after the emulated HPL's build,
@@ -69,12 +71,15 @@ def label(key: Key) -> str:
     return f"{key[0]},{NB},{key[1]},{key[2]}"
 
 
+PRESETS = ("dahu-2020", "dahu")  # the first is the default: the factorial's machine state
+
+
 def predict_command(key: Key, n: int, grid: tuple[int, int], seed: int,
-                    platform: Path | None = None, model: Path | None = None) -> str:
+                    platform: Path | None = None, model: Path | None = None, preset: str = PRESETS[0]) -> str:
     """The `hplsim predict` command whose figures a run's are."""
     pq = f" -P {grid[0]} -Q {grid[1]}" if grid != REAL_GRID else ""
     files = (f" --platform {platform}" if platform else "") + (f" --model {model}" if model else "")
-    return (f"hplsim predict --preset dahu{files} -N {n}{pq} --bcast {key[0]} --depth {key[1]} --swap {key[2]} "
+    return (f"hplsim predict --preset {preset}{files} -N {n}{pq} --bcast {key[0]} --depth {key[1]} --swap {key[2]} "
             f"--seed {seed}")
 
 
@@ -199,11 +204,11 @@ def summarise(pred: Mapping[Key, float], real: Mapping[Key, float], keys: Sequen
 
 
 def sweep_spec(n: int, grid: tuple[int, int], seed: int, keys: Iterable[Key], build: str,
-               platform: Path | None = None, model: Path | None = None) -> SweepSpec:
+               platform: Path | None = None, model: Path | None = None, preset_name: str = PRESETS[0]) -> SweepSpec:
     """The preset's HPL parameters at N, on `grid`, for the product of the keys' values
     (the plan is then cut down to the keys themselves); the preset's platform and model
     unless others are given (a what-if: their digests key the runs in the store)."""
-    preset = get_preset("dahu")
+    preset = get_preset(preset_name)
     hpl: dict = {k: [v] for k, v in preset.config(n).as_dict().items() if k not in ("p", "q")}
     keys = list(keys)
     hpl.update(bcast=sorted({k[0] for k in keys}), depth=sorted({k[1] for k in keys}),
@@ -346,6 +351,8 @@ def parser() -> Parser:
                      help="a list of configurations, each BCAST,DEPTH,SWAP or BCAST,NB,DEPTH,SWAP "
                           "(e.g. --configs 2,1,0 5,128,1,1); not with --bcast/--depth/--swap")
     run = ap.add_argument_group("the simulations")
+    run.add_argument("--preset", choices=PRESETS, default=PRESETS[0],
+                     help="the Dahu preset (default %(default)s, the factorial's machine state: docs/presets.md)")
     run.add_argument("-N", "--n", type=int, default=REAL_N, help="problem size (default %(default)s, that of the real runs)")
     run.add_argument("--seed", type=int, default=1, help="seed of every run (default %(default)s)")
     run.add_argument("--jobs", type=int, default=2, help="simulations at once (default %(default)s)")
@@ -385,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
 
     require_files(platform=args.platform, model=args.model)
     build, store_path = prepare_store("factorial", args.store, args.json, args.dry_run)
-    spec = sweep_spec(args.n, grid, args.seed, sims, build, args.platform, args.model)
+    spec = sweep_spec(args.n, grid, args.seed, sims, build, args.platform, args.model, args.preset)
     # the preset's platform and model as they are: nothing is written into the work folder
     plan, tasks = plan_runs(spec, sims, work_dir(store_path))
     if (args.n, grid) != (REAL_N, REAL_GRID):
@@ -401,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             state = {"ok": "stored", "failed": "failed before"}.get(stored.get(tasks[run_keys[k]].hash, ""), "to run")
             borrowed = f" (= the run of {label(run_keys[k])})" if run_keys[k] != k else ""
             print(f"{label(k):<11}{'ref' if k == REFERENCE else '':<5}{state:<15}"
-                  f"{predict_command(run_keys[k], args.n, grid, args.seed, args.platform, args.model)}{borrowed}")
+                  f"{predict_command(run_keys[k], args.n, grid, args.seed, args.platform, args.model, args.preset)}{borrowed}")
         print(f"{len(sims)} runs: {sum(s == 'ok' for s in stored.values())} stored, "
               f"{len(sims) - len(stored)} to run, {sum(s == 'failed' for s in stored.values())} failed before")
         return 0
@@ -420,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     theirs = summarise(authors, real, done)
 
     files = "".join(f", {what} {path}" for what, path in (("platform", args.platform), ("model", args.model)) if path)
-    print(f"Dahu preset{files}, {grid[0] * grid[1]:,} ranks ({grid[0]}x{grid[1]}), N = {args.n:,}, seed {args.seed}; "
+    print(f"preset {args.preset}: {get_preset(args.preset).machine_state}")
+    print(f"preset {args.preset}{files}, {grid[0] * grid[1]:,} ranks ({grid[0]}x{grid[1]}), N = {args.n:,}, seed {args.seed}; "
           f"real: Jan 2020, mean ± sd of the runs; authors: their prediction")
     print(f"relative error = (pred(c) / pred(ref)) / (real(c) / real(ref)) - 1, ref = {label(REFERENCE)}; "
           "abs err = (hplsim - real) / real")
@@ -441,8 +449,9 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.json, {
             "n": args.n, "grid": list(grid), "seed": args.seed, "store": str(store_path), "build": build,
             "reference": label(REFERENCE), "swap2_as_swap1": args.swap2_as_swap1,
-            "platform": str(args.platform) if args.platform else "builtin:dahu",
-            "model": str(args.model) if args.model else "builtin:dahu",
+            "preset": args.preset,
+            "platform": str(args.platform) if args.platform else f"builtin:{args.preset}",
+            "model": str(args.model) if args.model else f"builtin:{args.preset}",
             "configurations": [_row_doc(r, pred, real, authors) for r in rows],
             "summary": {"hplsim": ours.as_dict() if ours else None, "authors": theirs.as_dict()},
         }, "the figures (--json)")

@@ -125,7 +125,8 @@ def test_dry_run_lists_the_selection_and_the_reference(tmp_path, capfd, monkeypa
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[-1] == "3 runs: 0 stored, 3 to run, 0 failed before"
-    assert ("hplsim predict --preset dahu -N 250000 --bcast 5 --depth 0 --swap 1 --seed 1 "
+    # the factorial's own machine state by default (docs/presets.md)
+    assert ("hplsim predict --preset dahu-2020 -N 250000 --bcast 5 --depth 0 --swap 1 --seed 1 "
             "(= the run of 5,128,0,1)") in lines[1]
     assert lines[2].startswith("2,128,1,0  ref")
     assert not store.exists()
@@ -187,7 +188,7 @@ def test_a_real_run_is_resumed_through_the_store(tmp_path):
     assert doc["summary"]["hplsim"]["configurations"] == 2
 
     # The figure is `hplsim predict`'s, to the bit (its command line, in this process).
-    pred = run_cli("predict", "--preset", "dahu", "-N", "4000", "-P", "2", "-Q", "2", "--bcast", "5",
+    pred = run_cli("predict", "--preset", "dahu-2020", "-N", "4000", "-P", "2", "-Q", "2", "--bcast", "5",
                    "--depth", "1", "--swap", "1", "--seed", "1", "--json", cwd=tmp_path)
     assert pred.returncode == 0, pred.stderr
     assert json.loads(pred.stdout)[0]["gflops"] == rows[(5, 1, 1)]["hplsim_gflops"]
@@ -227,9 +228,10 @@ def test_the_n_sweep_dry_run_and_a_bad_option(tmp_path):
     out = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--store", str(tmp_path / "v.sqlite")],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert [line.split()[0] for line in out.stdout.splitlines()[:-1]] == \
-        ["N=50000", "N=100000", "N=250000", "N=500000"]
-    assert out.stdout.splitlines()[-1].startswith("4 runs: 0 stored, 4 to run")
+    # both presets by default, each at the four N
+    assert [tuple(line.split()[:2]) for line in out.stdout.splitlines()[:-1]] == \
+        [(p, f"N={n}") for p in ("dahu", "dahu-2020") for n in (50000, 100000, 250000, 500000)]
+    assert out.stdout.splitlines()[-1].startswith("8 runs: 0 stored, 8 to run")
     assert not (tmp_path / "v.sqlite").exists()
     bad = subprocess.run([sys.executable, str(VALIDATION), "--jobs", "0"], capture_output=True, text=True,
                          timeout=600, cwd=tmp_path)
@@ -252,7 +254,8 @@ def test_the_n_sweep_on_another_platform_is_a_what_if_keyed_apart(tmp_path):
     (preset_task,), (what_if_task,) = (p.tasks for p in plans)
     assert preset_task.hash != what_if_task.hash
     assert preset_task.config == what_if_task.config and preset_task.seed == what_if_task.seed
-    bad = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--platform", str(tmp_path / "none.xml")],
+    bad = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--preset", "dahu", "--platform",
+                          str(tmp_path / "none.xml")],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert bad.returncode != 0
     assert bad.stderr.strip().splitlines() == [f"hplsim: error: --platform {tmp_path / 'none.xml'}: no such file"]
@@ -284,12 +287,14 @@ def test_the_n_sweep_against_the_2020_machine(dahu_dir, tmp_path):
     (preset_task,), (what_if_task,) = (make_plan(spec, tmp_path / f"w{i}", spec.timeout).tasks
                                        for i, spec in enumerate(specs))
     assert preset_task.hash != what_if_task.hash and preset_task.config == what_if_task.config
-    out = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--machine", "cooling-good", "--model", str(median),
+    out = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--preset", "dahu", "--machine", "cooling-good",
+                          "--model", str(median),
                           "-N", "50000", "--store", str(tmp_path / "v.sqlite")],
                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1].startswith("1 runs: 0 stored, 1 to run")
-    bad_run = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--model", str(tmp_path / "none.yaml")],
+    bad_run = subprocess.run([sys.executable, str(VALIDATION), "--dry-run", "--preset", "dahu", "--model",
+                              str(tmp_path / "none.yaml")],
                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert bad_run.returncode != 0
     assert bad_run.stderr.strip().splitlines() == [f"hplsim: error: --model {tmp_path / 'none.yaml'}: no such file"]
@@ -380,7 +385,7 @@ def test_another_model_and_platform_are_what_ifs_keyed_apart(tmp_path, capfd, mo
     what_if = in_process("--dry-run", "--configs", "2,0,0", "--model", model, "--store", store, cwd=tmp_path,
                          capfd=capfd, monkeypatch=monkeypatch)
     assert plain.returncode == what_if.returncode == 0, what_if.stderr
-    assert f"hplsim predict --preset dahu --model {model} -N 250000 --bcast 2 --depth 0 --swap 0" in what_if.stdout
+    assert f"hplsim predict --preset dahu-2020 --model {model} -N 250000 --bcast 2 --depth 0 --swap 0" in what_if.stdout
     assert "--model" not in plain.stdout
     spec = fb.sweep_spec(250000, (32, 32), 1, [(2, 0, 0)], "b")
     spec_m = fb.sweep_spec(250000, (32, 32), 1, [(2, 0, 0)], "b", model=model)
