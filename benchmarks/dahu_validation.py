@@ -42,12 +42,11 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (REPO, Parser, prepare_store, reference_data, require_files, run_main,  # noqa: E402
+from _common import (REPO, Parser, prepare_store, write_json, reference_data, require_files, run_main,  # noqa: E402
                      stored_by_other_builds, stored_statuses, sweep_text, warn_other_builds)
 
 from hplsim.errors import HplsimError  # noqa: E402
 from hplsim.hpl.cost import estimate_memory_bytes, estimate_s  # noqa: E402  (how far the cost law lands)
-from hplsim.outputs import write_json  # noqa: E402
 from hplsim.platform.spec import IPROBE_REPORTS  # noqa: E402
 from hplsim.presets import get_preset  # noqa: E402
 from hplsim.processes import run_dir  # noqa: E402
@@ -251,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                       "platform": str(args.platform) if args.platform else f"builtin:{name}",
                       "model": str(args.model) if args.model else f"builtin:{name}"}
     if args.json:
-        write_json(args.json, {"presets": docs, "store": str(store_path), "build": build}, "the figures (--json)")
+        write_json(args.json, {"presets": docs, "store": str(store_path), "build": build})
     return 0 if complete else 1
 
 

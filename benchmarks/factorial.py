@@ -42,12 +42,11 @@ from typing import Iterable, Mapping, Sequence
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (REPO, Parser, prepare_store, reference_data, require_files, run_main,  # noqa: E402
+from _common import (REPO, Parser, prepare_store, write_json, reference_data, require_files, run_main,  # noqa: E402
                      stored_by_other_builds, stored_statuses, sweep_text, warn_other_builds)
 
 from hplsim.emulate.progress import RunBars  # noqa: E402
 from hplsim.errors import HplsimError, warn  # noqa: E402
-from hplsim.outputs import write_json  # noqa: E402
 from hplsim.presets import get_preset  # noqa: E402
 from hplsim.sweep.executors import LocalExecutor  # noqa: E402
 from hplsim.sweep.plan import make_plan  # noqa: E402
@@ -454,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
             "model": str(args.model) if args.model else f"builtin:{args.preset}",
             "configurations": [_row_doc(r, pred, real, authors) for r in rows],
             "summary": {"hplsim": ours.as_dict() if ours else None, "authors": theirs.as_dict()},
-        }, "the figures (--json)")
+        })
     return 1 if missing or REFERENCE not in pred else 0
 
 
