@@ -260,45 +260,92 @@ def test_the_first_rung_keeps_what_the_budget_pays_for_at_the_runners_prices():
     assert [p["i"] for p in _affordable(points, lambda p: cost[p["i"]], 100.0, limit=3)] == [0, 1, 2]
 
 
-def test_the_cost_law_prices_the_spread_roll_swaps_probes():
-    """A spread-roll swap under look-ahead probes at each step along the process column:
-    its runs cost more as P grows (measured 0.9x, 2.75x, 4.7x the binary exchange's wall
-    time at P = 8, 16, 32); the mixed swap on the panels whose local columns exceed its
-    threshold; binary exchange and no look-ahead do not."""
+# ------------------------------------------------------------- the cost law against runs
+# The law (hplsim.hpl.cost) multiplies its growth law by a factor for the spread-roll swaps
+# and the long broadcasts. Those factors are checked here against simulations timed in the
+# same test: each configuration three times, interleaved, on this machine's CPU time (the
+# simulation is one process; its CPU time does not move with what the other core runs),
+# the same grid's fixed cost (N = 2 blocks: launch, ranks, set-up) taken off both sides.
+#: how far the measured factor may be from the law's, either way: the three repeats of a
+#: configuration spread by up to 10-20 % on the loaded machine, which a difference of two
+#: medians over a third doubles; and a law off by more than half again is what broke
+#: searches (a run killed at 2.8x its price, a table left without room at 3x: cost.py)
+COST_FACTOR_TOLERANCE = 1.5
+
+COST_GRID = dict(nb=64, bcast=0)
+COST_RUNS = {
+    "fixed 16x4": HplConfig(n=128, p=16, q=4, depth=1, swap=0, **COST_GRID),
+    "binary exchange": HplConfig(n=1400, p=16, q=4, depth=1, swap=0, **COST_GRID),
+    "spread-roll": HplConfig(n=1400, p=16, q=4, depth=1, swap=1, **COST_GRID),
+    "mixed": HplConfig(n=1400, p=16, q=4, depth=1, swap=2, **COST_GRID),
+    "binary exchange, no look-ahead": HplConfig(n=1400, p=16, q=4, depth=0, swap=0, **COST_GRID),
+    "spread-roll, no look-ahead": HplConfig(n=1400, p=16, q=4, depth=0, swap=1, **COST_GRID),
+    "fixed 2x32": HplConfig(n=128, p=2, q=32, depth=1, swap=0, **COST_GRID),
+    "1-ring": HplConfig(n=2048, p=2, q=32, depth=1, swap=0, **COST_GRID),
+    "long": HplConfig(n=2048, nb=64, p=2, q=32, depth=1, swap=0, bcast=4),
+}
+
+
+@pytest.fixture(scope="module")
+def cost_runs() -> dict[str, float]:
+    """Each of COST_RUNS simulated three times (Dahu's preset and model), interleaved: the
+    median CPU time of its simulation, in seconds."""
+    import resource
+    import statistics
+
+    from hplsim.platform.spec import load_platform
+    from hplsim.predict import ModelSource, predict
+
+    platform = load_platform(DEFAULT.platform)
+    model = ModelSource.from_path(DEFAULT.model, "builtin:dahu")
+
+    def children_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    took: dict[str, list[float]] = {name: [] for name in COST_RUNS}
+    for _ in range(3):
+        for name, config in COST_RUNS.items():
+            before = children_cpu()
+            predict(config, platform, model, seed=1)
+            took[name].append(children_cpu() - before)
+    return {name: statistics.median(t) for name, t in took.items()}
+
+
+def _factors(cost_runs, name: str, base: str, fixed: str) -> tuple[float, float]:
+    """The measured factor of `name` over `base` beyond their grid's fixed cost, and the
+    law's (its estimates beyond its own fixed costs)."""
     from hplsim.tune.cost import OVERHEAD_S, PER_RANK_S, estimate_s
 
-    def law(**kw) -> float:
-        c = HplConfig(n=2712, nb=64, **kw)
+    def law(c: HplConfig) -> float:
         return estimate_s(c) - OVERHEAD_S - PER_RANK_S * c.ranks
 
-    base = law(p=32, q=32, swap=0, depth=1)
-    assert law(p=32, q=32, swap=1, depth=1) == pytest.approx(4.84 * base)
-    assert law(p=16, q=64, swap=1, depth=1) / law(p=16, q=64, swap=0, depth=1) == pytest.approx(2.92)
-    assert law(p=32, q=32, swap=1, depth=0) == base
-    # mixed, threshold 64: the spread-roll on 1 - 64 * 32 / 2712 = 24.5 % of the panels here
-    # (measured 1.19x the binary exchange's wall), on 81 % at N = 10,872 (the 2-hour Dahu
-    # search's run killed at 2.8x the old estimate)
-    assert law(p=32, q=32, swap=2, depth=1) == pytest.approx((1 + 3.84 * (1 - 64 * 32 / 2712) ** 2) * base)
-    assert 1.1 < law(p=32, q=32, swap=2, depth=1) / base < 1.3
-    big = HplConfig(n=10872, nb=64, p=32, q=32, swap=2, depth=1)
-    assert estimate_s(big) / estimate_s(HplConfig(n=10872, nb=64, p=32, q=32, swap=0, depth=1)) > 2.8
-    assert law(p=32, q=32, swap=2, depth=1, swap_threshold=100) == base  # 100 * 32 > 2712: never rolled
+    measured = (cost_runs[name] - cost_runs[fixed]) / (cost_runs[base] - cost_runs[fixed])
+    return measured, law(COST_RUNS[name]) / law(COST_RUNS[base])
 
 
-def test_the_cost_law_prices_the_long_broadcasts_by_q():
-    """The long broadcasts' roll has Q - 1 polled steps: their runs cost about 1.5x a ring's
-    at Q = 32 and 31x at Q = 256 (measured 1.5-1.6x and 31x), whatever the swap."""
-    from hplsim.tune.cost import OVERHEAD_S, PER_RANK_S, estimate_s
+def test_the_cost_law_prices_the_spread_roll_swaps_as_they_run(cost_runs):
+    """The spread-roll swap runs its P - 1 steps along the process column one message at a
+    time; with look-ahead every step is also probed for the next panel: on 16x4 it costs
+    about 1 + 0.12·P times the binary exchange with look-ahead, and 1 + 0.07·P without;
+    the mixed swap, the spread-roll on the share f = 1 - 64·Q/N of the panels, about f²
+    of that extra. Each factor within COST_FACTOR_TOLERANCE of the law's."""
+    for name, base in (("spread-roll", "binary exchange"), ("mixed", "binary exchange"),
+                       ("spread-roll, no look-ahead", "binary exchange, no look-ahead")):
+        measured, law = _factors(cost_runs, name, base, "fixed 16x4")
+        print(f"{name}: measured {measured:.2f}x {base}, the law {law:.2f}x")
+        assert measured > 1.3  # a real difference to price
+        assert 1 / COST_FACTOR_TOLERANCE < measured / law < COST_FACTOR_TOLERANCE, (name, measured, law)
 
-    def ratio(p: int, q: int, bcast: int) -> float:
-        def law(b: int) -> float:
-            c = HplConfig(n=4096, nb=64, p=p, q=q, bcast=b, depth=1, swap=0)
-            return estimate_s(c) - OVERHEAD_S - PER_RANK_S * c.ranks
-        return law(bcast) / law(0)
 
-    assert ratio(8, 32, 4) == ratio(8, 32, 5) == pytest.approx(2.0)
-    assert 25 < ratio(4, 256, 5) < 40
-    assert ratio(32, 8, 4) < ratio(8, 32, 4) < ratio(2, 128, 4) < ratio(4, 256, 4)
+def test_the_cost_law_prices_the_long_broadcasts_as_they_run(cost_runs):
+    """The long broadcast rolls the panel along the process row in Q - 1 polled steps: on
+    2x32 it costs about 1 + Q²/300 times the 1-ring (4.7-5.1x on 2026-12-05), within
+    COST_FACTOR_TOLERANCE. (The law's Q² comes from Q = 8 … 256, cost.py; the larger grids
+    take minutes, too long for the default suite.)"""
+    measured, law = _factors(cost_runs, "long", "1-ring", "fixed 2x32")
+    print(f"long broadcast on 2x32: measured {measured:.2f}x the 1-ring, the law {law:.2f}x")
+    assert 1 / COST_FACTOR_TOLERANCE < measured / law < COST_FACTOR_TOLERANCE, (measured, law)
 
 
 def test_a_sensitivity_table_at_a_smaller_size_when_n_top_is_too_dear(tmp_path, monkeypatch):
