@@ -7,6 +7,8 @@ Slow: about 21 minutes on two idle cores (`--repeat 3`), and it needs them idle 
 real runs measure the machine, so another job running at the same time makes the real
 runs, not the predictions, wander (the summary's `load` and `machine_probe` say whether
 it did). Run it alone: ``.venv/bin/python -m pytest -m slow tests/test_closed_loop.py``.
+The default suite runs the same loop on one small configuration, against the tolerance the
+loop supports at that size (`test_accuracy_local.py`).
 """
 
 from __future__ import annotations
