@@ -182,7 +182,7 @@ def test_budget_is_a_hard_cap_on_a_slower_machine(tmp_path, monkeypatch):
     at most the budget, and reports the measured/estimated ratio of the runs that finished."""
     from hplsim.sweep.tasks import Outcome
     from hplsim.tune import runner
-    from hplsim.tune.cost import estimate_s
+    from hplsim.hpl.cost import estimate_s
 
     ran = []
 
@@ -217,7 +217,7 @@ def test_a_machine_faster_than_the_cost_law_is_told_why_the_budget_was_not_spent
     1,200 s)."""
     from hplsim.sweep.tasks import Outcome
     from hplsim.tune import runner
-    from hplsim.tune.cost import estimate_s
+    from hplsim.hpl.cost import estimate_s
 
     ran = []
 
@@ -315,7 +315,7 @@ def cost_runs() -> dict[str, float]:
 def _factors(cost_runs, name: str, base: str, fixed: str) -> tuple[float, float]:
     """The measured factor of `name` over `base` beyond their grid's fixed cost, and the
     law's (its estimates beyond its own fixed costs)."""
-    from hplsim.tune.cost import OVERHEAD_S, PER_RANK_S, estimate_s
+    from hplsim.hpl.cost import OVERHEAD_S, PER_RANK_S, estimate_s
 
     def law(c: HplConfig) -> float:
         return estimate_s(c) - OVERHEAD_S - PER_RANK_S * c.ranks
@@ -355,7 +355,7 @@ def test_a_sensitivity_table_at_a_smaller_size_when_n_top_is_too_dear(tmp_path, 
     run at N_top takes all but 1.1 s of the budget."""
     from hplsim.sweep.tasks import Outcome
     from hplsim.tune import runner
-    from hplsim.tune.cost import estimate_s
+    from hplsim.hpl.cost import estimate_s
 
     spent, top = [0.0], {}
 
@@ -418,7 +418,8 @@ def test_neighbours_too_dear_to_simulate_are_listed_not_run(tmp_path, monkeypatc
     `sensitivity_not_simulated` and a note, never run, and the others still make the table
     (the 20-minute Dahu search around 4x256 had lost its whole table to them)."""
     from hplsim.sweep.tasks import Outcome
-    from hplsim.tune import cost, runner
+    from hplsim.hpl import cost
+    from hplsim.tune import runner
 
     monkeypatch.setattr(cost, "LONG_BCAST_PER_Q2", 1e4)
     ran = []
@@ -452,7 +453,7 @@ def test_a_part_of_the_table_when_no_size_pays_for_all_of_it(tmp_path, monkeypat
     size, the same room pays for more rows."""
     from hplsim.sweep.tasks import Outcome
     from hplsim.tune import runner
-    from hplsim.tune.cost import estimate_s
+    from hplsim.hpl.cost import estimate_s
     from hplsim.tune.runner import RESERVE_PER_RUN_S
 
     spent, top = [0.0], {}

@@ -179,6 +179,10 @@ class ResultStore:
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         existing = self.path.is_file() and self.path.stat().st_size > 0
+        # SQLite's side files that this open may create: on a damaged WAL store its close
+        # cannot always checkpoint and leaves them, and a refused file must be left as found
+        side = [Path(f"{self.path}{suffix}") for suffix in ("-wal", "-shm")]
+        ours = [f for f in side if not f.exists()]
         self.conn: sqlite3.Connection | None = None
         try:
             self.conn = self._connect(create)
@@ -203,9 +207,14 @@ class ResultStore:
         except BaseException as exc:
             if self.conn is not None:
                 self.conn.close()  # now: its -wal and -shm files go with it
+            code = getattr(exc, "sqlite_errorcode", None)
+            damaged = isinstance(exc, HplsimError) or (isinstance(exc, sqlite3.DatabaseError) and code in (
+                sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, None))
+            if damaged:  # no sweep can use such a file: the side files are this open's own
+                for f in ours:
+                    f.unlink(missing_ok=True)
             if not isinstance(exc, sqlite3.DatabaseError):
                 raise
-            code = getattr(exc, "sqlite_errorcode", None)
             if code not in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, None):  # locked, full, read-only …
                 raise _problem(self.path, exc) from None
             raise HplsimError(f"{self.path} is not an hplsim results store, or is damaged ({exc}); "

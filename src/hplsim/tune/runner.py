@@ -25,7 +25,7 @@ from hplsim.sweep.executors import Executor
 from hplsim.sweep.store import ResultStore
 from hplsim.sweep.tasks import Outcome, Task, config_hash, config_key, run_task
 from hplsim.sweep.variants import Variant
-from hplsim.tune.cost import estimate_s
+from hplsim.hpl.cost import estimate_s
 
 
 #: seconds per run that its timeout does not bound: writing its inputs, killing smpirun

@@ -28,7 +28,7 @@ import numpy as np
 from hplsim.errors import HplsimError, warn
 from hplsim.hpl.config import HplConfig
 from hplsim.tune.constraints import SEARCHED, Space
-from hplsim.tune.cost import estimate_s
+from hplsim.hpl.cost import estimate_s
 from hplsim.models.intervals import Interval, combine, model_rsd, t_half, z_half
 from hplsim.tune.law import Law, compute_coefficients, fit_law
 from hplsim.tune.runner import RESERVE_PER_RUN_S, BudgetSpent, Runner
@@ -440,7 +440,7 @@ def _not_simulated(name: str, pt: dict, config: HplConfig, reason: str) -> dict:
 def _split_dear(space: Space, around: list, winner: dict, n: int) -> tuple[list, list[dict]]:
     """The neighbours worth simulating, and those whose run at `n` would cost more than
     DEAR_NEIGHBOUR times the winner's (a long broadcast on a 4x256 grid: 33 times a ring's,
-    tune/cost.py), listed with their estimate instead: one such run would take the share
+    hpl/cost.py), listed with their estimate instead: one such run would take the share
     of every other neighbour, and the table would then have no row at all (the 20-minute
     Dahu search: 17 neighbours priced 1,975 s, 1,074 s left, no table)."""
     cost = estimate_s(space.config(winner, n))
