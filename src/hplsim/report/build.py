@@ -19,6 +19,9 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 def _sqlite_format(path: Path) -> str | None:
     """The `format` an hplsim SQLite file declares in its meta table (read-only)."""
+    # the side files this read may make: a damaged WAL file's close cannot always remove
+    # them (tests/test_faults.py saw an empty -wal left), and a refused file is left as found
+    ours = [f for f in (Path(f"{path}-wal"), Path(f"{path}-shm")) if not f.exists()]
     try:
         try:
             # not mode=ro: a read-only connection cannot remove the -wal and -shm files it
@@ -30,6 +33,8 @@ def _sqlite_format(path: Path) -> str | None:
             # a WAL file on a read-only file system: no -shm can be made, nothing can write it
             row = _meta_format(f"{path.resolve().as_uri()}?immutable=1")
     except sqlite3.DatabaseError as exc:
+        for f in ours:
+            f.unlink(missing_ok=True)
         raise HplsimError(f"{path}: not an hplsim results store or history (unreadable SQLite file: {exc})") from None
     return row[0] if row else None
 
