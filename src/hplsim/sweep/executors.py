@@ -44,6 +44,9 @@ class Executor(Protocol):
     def run(self, tasks: Sequence[Task], variants: Sequence[Variant]) -> Iterator[Outcome]: ...
 
 
+#: how often a sweep's main thread wakes while it waits for runs, to act on a signal
+SIGNAL_CHECK_S = 0.2
+
 def _failed(task: Task, error: str) -> Outcome:
     return Outcome(task.hash, "failed", error=error, started_at=now(), finished_at=now())
 
@@ -191,7 +194,12 @@ class LocalExecutor:
         try:
             fill()
             while futures:
-                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+                # with a timeout: a signal the kernel hands to another of this process's
+                # threads only sets Python's flag, and a main thread blocked without one
+                # would see it when the run ends (a SIGTERM waited 30 s, or a run's hours)
+                done, _ = cf.wait(futures, timeout=SIGNAL_CHECK_S, return_when=cf.FIRST_COMPLETED)
+                if not done:
+                    continue
                 outcomes, broken = [], False
                 for future in done:
                     task = futures.pop(future)
