@@ -47,6 +47,8 @@ from _common import (REPO, Parser, prepare_store, write_json, reference_data, re
 
 from hplsim.emulate.progress import RunBars  # noqa: E402
 from hplsim.errors import HplsimError, warn  # noqa: E402
+from hplsim.hpl.config import HplConfig  # noqa: E402
+from hplsim.hpl.cost import estimate_memory_bytes, estimate_s  # noqa: E402  (how far the cost law lands)
 from hplsim.presets import get_preset  # noqa: E402
 from hplsim.sweep.executors import LocalExecutor  # noqa: E402
 from hplsim.sweep.plan import make_plan  # noqa: E402
@@ -439,10 +441,17 @@ def main(argv: list[str] | None = None) -> int:
     missing = [k for k in selected if k not in pred]
     if missing:
         print(f"{len(missing)} selected configuration(s) without a result: {', '.join(map(label, missing))}")
-    runs = [r.run for r in rows if r.run and r.run["status"] == "ok"]
-    if runs:
-        print(f"simulations: {len(runs)}, wall {sum(r['sim_wall_s'] for r in runs):,.1f} s in total "
-              f"(max {max(r['sim_wall_s'] for r in runs):,.1f} s), peak PSS {max(r['sim_memory_bytes'] for r in runs) / 1e6:,.0f} MB")
+    ran = {r.run_key: r.run for r in rows if r.run and r.run["status"] == "ok"}  # a borrowed run once
+    if ran:
+        runs = list(ran.values())
+        base = get_preset(args.preset).config(args.n).as_dict()
+        configs = [HplConfig(**{**base, "p": grid[0], "q": grid[1], "bcast": k[0], "depth": k[1], "swap": k[2]})
+                   for k in ran]
+        wall, pss = sum(r["sim_wall_s"] for r in runs), max(r["sim_memory_bytes"] for r in runs)
+        print(f"simulations: {len(runs)}, wall {wall:,.1f} s in total "
+              f"(max {max(r['sim_wall_s'] for r in runs):,.1f} s), peak PSS {pss / 1e6:,.0f} MB; "
+              f"the cost law's estimates over them: wall {sum(map(estimate_s, configs)) / wall:.2f}, "
+              f"PSS {max(map(estimate_memory_bytes, configs)) / pss:.2f}")
 
     if args.json:
         write_json(args.json, {
