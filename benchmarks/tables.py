@@ -71,7 +71,7 @@ class Results:
             self._docs[file] = json.loads(path.read_text()) if path.is_file() else None
         doc = self._docs[file]
         if doc is None or "presets" not in doc:
-            return doc
+            return doc if not part else None  # a file of one run set has no preset's part
         one = doc["presets"].get(part or "dahu")
         return None if one is None else {**one, "provenance": doc.get("provenance")}
 
