@@ -303,12 +303,18 @@ class DaskExecutor:
             ordered = largest_first(tasks)
             futures = [client.submit(run_task, t, shared[t.variant], pure=False) for t in ordered]
             by_key = {f.key: t for f, t in zip(futures, ordered)}
-            for future in as_completed(futures, loop=client.loop):
-                task = by_key[future.key]
-                try:
-                    yield future.result()
-                except Exception as exc:  # noqa: BLE001 - e.g. a worker died: this run failed
-                    yield _failed(task, f"dask: {type(exc).__name__}: {exc}")
+            done = as_completed(futures, loop=client.loop)
+            while not done.is_empty():
+                batch = done.next_batch(block=False)  # never blocked: a signal acts at once (local run)
+                if not batch:
+                    time.sleep(SIGNAL_CHECK_S)
+                    continue
+                for future in batch:
+                    task = by_key[future.key]
+                    try:
+                        yield future.result()
+                    except Exception as exc:  # noqa: BLE001 - e.g. a worker died: this run failed
+                        yield _failed(task, f"dask: {type(exc).__name__}: {exc}")
         finally:
             pending = [f for f in futures if not f.done()]
             if pending:
