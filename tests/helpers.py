@@ -180,3 +180,17 @@ def sigint_in_a_finaliser() -> None:
                 pass
 
     SignalInFinaliser()  # collected at once: its __del__ runs here
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Processes carrying ``HPLSIM_TEST_MARKER=marker`` in their environment (a command, its
+    workers, their simulations)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if f"HPLSIM_TEST_MARKER={marker}".encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

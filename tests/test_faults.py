@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import marked_processes, run_cli
 
 from hplsim.sweep.plan import make_plan
 from hplsim.sweep.spec import load_spec, parse_spec
@@ -108,23 +108,12 @@ def one_error(stderr: str) -> str:
     return errors[0]
 
 
-def marked(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if f"HPLSIM_TEST_MARKER={marker}".encode() in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
 
 def nothing_left_running(marker: str) -> bool:
     deadline = time.monotonic() + 30  # the workers' exit is reaped after their parent's
-    while marked(marker) and time.monotonic() < deadline:
+    while marked_processes(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return marked(marker) == []
+    return marked_processes(marker) == []
 
 
 def stored(db: Path) -> list[dict]:

@@ -24,7 +24,7 @@ from hplsim.sweep.plan import make_plan
 from hplsim.sweep.run import run_sweep, work_dir
 from hplsim.sweep.spec import load_spec
 from hplsim.sweep.store import ResultStore
-from helpers import Result, run_cli
+from helpers import Result, marked_processes, run_cli
 
 SPEC24 = """\
 hpl:
@@ -170,18 +170,6 @@ def load_spec_text(text: str):
 
     return parse_spec(yaml.safe_load(text), "<test>")
 
-
-def marked_processes(marker: str) -> list[int]:
-    """Processes (the sweep, its workers, their smpirun) carrying `marker` in their environment."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if f"HPLSIM_TEST_MARKER={marker}".encode() in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def start_sweep_and_wait(spec: Path, db: Path, cwd: Path, marker: str, runs: int = 4) -> subprocess.Popen:

@@ -292,12 +292,18 @@ def _zombie(pid: int) -> bool:
     return stat is not None and stat[:1] == ["Z"]
 
 
+def running(pid: int) -> bool:
+    """Whether process `pid` of this host runs: it exists (or is another user's) and is not
+    a zombie (a killed process not yet reaped has stopped running)."""
+    return _alive(pid) and not _zombie(pid)
+
+
 def _owner_alive(pid: int, touched_at: float) -> bool:
     """Whether the process that made a folder still runs: a process with its pid that started
     after the folder was last changed is another one (pids wrap at pid_max, 32,768 here, and
     a folder whose owner was killed was kept for a newcomer with its pid); a zombie runs no
     more."""
-    if not _alive(pid) or _zombie(pid):
+    if not running(pid):
         return False
     started = _started_at(pid)
     return started is None or started <= touched_at + 1.0  # btime and ticks: to the second

@@ -154,18 +154,9 @@ def _problem(path: Path, exc: sqlite3.Error) -> HplsimError:
 
 def _alive(host: str, pid: int) -> bool:
     """Whether process `pid` of `host` may still run (another host's: cannot tell, yes)."""
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a killed sweep not yet reaped by its parent is a zombie: dead
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+    from hplsim.processes import running
+
+    return host != socket.gethostname() or running(pid)
 
 
 class ResultStore:
