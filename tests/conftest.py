@@ -129,8 +129,10 @@ def _timeline(item: pytest.Item, exclusive: bool, asked: float, started: float) 
 # modules whose shared fixture runs a minute or more of work (docs examples: calibrations,
 # real runs, simulations), so that none of them is left for the end while the other worker
 # idles.
-FIRST = ("test_calibrate_run.py", "test_real.py", "test_validate.py", "test_report.py", "test_fit_cli.py",
-         "test_docs_check.py", "test_sweep_run.py", "test_mechanisms.py", "test_factorial_benchmark.py")
+FIRST = ("test_calibrate_run.py", "test_real.py", "test_validate.py", "test_accuracy_local.py", "test_mechanisms.py",
+         "test_report.py", "test_fit_cli.py", "test_faults.py", "test_kill.py", "test_tune.py", "test_docs_check.py",
+         "test_sweep_run.py", "test_docs_sweep.py", "test_factorial_benchmark.py", "test_bootstrap.py",
+         "test_exchanges.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
