@@ -117,7 +117,7 @@ def test_the_tables_render_the_benchmarks_files(tmp_path):
     assert "grid 1×2: mean +1.5 %" in trust and "grid 2×1: mean −4.0 %" in trust
     assert "median \\|error\\| 2.0 %, largest 4.0 % (3 configurations, N ≥ 5,000" in trust
     # the file holds no dahu-2020 part: its rows are pending
-    assert sum("pending (`benchmarks/dahu_validation.py`)" in line for line in trust.splitlines()) == 2
+    assert sum("pending (`benchmarks/dahu_validation.py --preset dahu-2020`)" in line for line in trust.splitlines()) == 2
     assert "[1] `benchmarks/results/dahu_validation.json`: " in trust and "`.venv/bin/python benchmarks/" in trust
     cost = tables.render_table("cost", tables.Results(tmp_path))
     assert "| 1,024 (32×32) | 500,000 | Dahu preset | 33 min | 525 MB | [1] |" in cost
@@ -156,3 +156,14 @@ def test_both_presets_of_one_n_sweep_file_each_with_its_bound(tmp_path):
     assert "2 of 2 sizes within 5 % [1]" in lines[0] and "`--preset dahu`" in lines[0]
     assert "2 of 2 sizes within 3 % [1]" in lines[1] and "`--preset dahu-2020`" in lines[1]
     assert "pending (`benchmarks/dahu_validation.py`)" not in trust
+
+
+def test_the_2020_sweep_may_come_from_its_own_file(tmp_path):
+    """A run of `--preset dahu-2020` alone writes its own file (dahu_validation-2020.json):
+    its rows come from there, with its 3 % bound, the 2019 rows from the other file."""
+    _write(tmp_path, tables.DAHU, _dahu_validation(("dahu",)))
+    _write(tmp_path, "dahu_validation-2020", _dahu_validation(("dahu-2020",)))
+    trust = tables.render_table("trust", tables.Results(tmp_path))
+    lines = [line for line in trust.splitlines() if line.startswith("| Gflops of one configuration")]
+    assert "within 5 % [1]" in lines[0] and "within 3 % [2]" in lines[1]
+    assert "[2] `benchmarks/results/dahu_validation-2020.json`: " in trust
