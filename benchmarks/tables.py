@@ -35,7 +35,7 @@ from _common import REPO, Parser, provenance, run_main  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 #: the pages that hold rendered tables
-PAGES = (REPO / "README.md", REPO / "docs" / "validation.md")
+PAGES = (REPO / "README.md", REPO / "docs" / "validation.md", REPO / "docs" / "predict.md")
 MARK = re.compile(r"(<!-- table: (?P<name>[\w-]+) \(benchmarks/tables\.py\) -->\n)(?P<body>.*?)(<!-- end table -->)", re.S)
 
 DAHU = "dahu_validation"
@@ -229,7 +229,24 @@ def cost(res: Results) -> list[str]:
     return table(["Ranks", "N", "Platform", "Simulation wall", "Memory (PSS)", "Run"], rows)
 
 
-TABLES: dict[str, Callable[[Results], list[str]]] = {"trust": trust, "cost": cost}
+def star(res: Results) -> list[str]:
+    """The star scenario point by point (docs/predict.md, Cost of a simulation): wall, PSS,
+    the messages still simulated, the wall per message, and the authors' wall over ours."""
+    doc = res.get(STAR)
+    if not doc:
+        return [pending(STAR)]
+    rows = []
+    for r in sorted(doc["rows"], key=lambda r: (r["p"] * r["q"], r["n"])):
+        wall = statistics.median(r["wall_s"])
+        ref = f"{r['reference_wall_s'] / wall:.2f}×" if r.get("reference_wall_s") else ""
+        rows.append([f"{r['n']:,}", f"{r['p']}×{r['q']}", r["exchanges"], f"{wall:,.2f}", f"{max(r['pss_mb']):,.1f}",
+                     f"{r['gflops']:,.1f}", f"{r['simulated_messages']:,}",
+                     f"{1e6 * wall / r['simulated_messages']:.1f}", f"{r['panels_per_s']:,.1f}", ref])
+    return table(["N", "grid", "exchanges", "wall s", "PSS MB", "Gflops", "messages", "µs/msg", "panels/s",
+                  "the authors' wall / ours"], rows) + ["", f"One run each {res.cite(STAR)}."]
+
+
+TABLES: dict[str, Callable[[Results], list[str]]] = {"trust": trust, "cost": cost, "star": star}
 
 
 def render_table(name: str, res: Results) -> str:

@@ -167,3 +167,15 @@ def test_the_2020_sweep_may_come_from_its_own_file(tmp_path):
     lines = [line for line in trust.splitlines() if line.startswith("| Gflops of one configuration")]
     assert "within 5 % [1]" in lines[0] and "within 3 % [2]" in lines[1]
     assert "[2] `benchmarks/results/dahu_validation-2020.json`: " in trust
+
+
+def test_the_star_table_renders_the_scaling_file(tmp_path):
+    """docs/predict.md's star table: one row per point, µs per simulated message = wall /
+    messages, the authors' wall over ours where the benchmark has their figure."""
+    rows = [dict(n=50000, nb=128, p=4, q=4, exchanges="modelled", wall_s=[0.5, 0.7, 0.6], pss_mb=[20.0, 24.0],
+                 gflops=437.5, simulated_messages=20000, panels_per_s=500.0, reference_wall_s=19.2)]
+    _write(tmp_path, tables.STAR, {"rows": rows})
+    text = tables.render_table("star", tables.Results(tmp_path))
+    assert "| 50,000 | 4×4 | modelled | 0.60 | 24.0 | 437.5 | 20,000 | 30.0 | 500.0 | 32.00× |" in text
+    assert "One run each [1]." in text and "pending" not in text
+    assert tables.render_table("star", tables.Results(tmp_path / "none")).startswith("pending (")
