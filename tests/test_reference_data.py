@@ -1,5 +1,5 @@
 """The reference data ship with the project, unchanged (reference/README.md): a clone
-without ../shared has every file the suite and the benchmarks judge hplsim against."""
+anywhere has every file the suite and the benchmarks judge hplsim against."""
 
 from __future__ import annotations
 

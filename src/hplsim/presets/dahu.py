@@ -30,7 +30,7 @@ MACHINE_STATE = ("Dahu in March 2019 (the 2019-03 N-sweep's machine, before its 
                  "throttled): the published per-CPU dgemm models")
 
 PROVENANCE = {
-    "source": "Ezibenroc/thesis, Ezibenroc/HPL-paper, Ezibenroc/hpl (public GitHub), as collected in shared/data/dahu",
+    "source": "Ezibenroc/thesis, Ezibenroc/HPL-paper, Ezibenroc/hpl (public GitHub), shipped in reference/dahu",
     "dgemm": "dgemm_model_per_cpu.csv: per-CPU polynomial mu and sigma, half-normal noise shifted to mean 0",
     "other_kernels": "other_kernels.csv: duration = size x c, c half-normal with mean mu and sd sigma",
     "mapping": "host dahu-i.grid5000.fr (the published platform's host names) is node i+1; "
