@@ -66,14 +66,17 @@ class Results:
         (benchmarks/dahu_validation.py writes both presets into one), and a bare N-sweep
         name its `dahu` part, each with the file's provenance."""
         file, _, part = name.partition("/")
-        if file not in self._docs:
-            path = self.folder / f"{file}.json"
-            self._docs[file] = json.loads(path.read_text()) if path.is_file() else None
-        doc = self._docs[file]
+        doc = self._file(file)
         if doc is None or "presets" not in doc:
             return doc if not part else None  # a file of one run set has no preset's part
         one = doc["presets"].get(part or "dahu")
         return None if one is None else {**one, "provenance": doc.get("provenance")}
+
+    def _file(self, file: str) -> dict | None:
+        if file not in self._docs:
+            path = self.folder / f"{file}.json"
+            self._docs[file] = json.loads(path.read_text()) if path.is_file() else None
+        return self._docs[file]
 
     def cite(self, name: str) -> str:
         name = name.partition("/")[0]
@@ -84,7 +87,7 @@ class Results:
     def footnotes(self) -> list[str]:
         out = []
         for i, name in enumerate(self.used, 1):
-            p = (self.get(name) or {}).get("provenance") or {}
+            p = (self._file(name) or {}).get("provenance") or {}  # the file's, whichever part was cited
             m = p.get("machine") or {}
             ram = f", {m['ram_bytes'] / 2**30:.0f} GiB RAM" if m.get("ram_bytes") else ""
             load = m.get("load_average")

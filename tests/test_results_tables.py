@@ -167,6 +167,16 @@ def test_the_2020_sweep_may_come_from_its_own_file(tmp_path):
     lines = [line for line in trust.splitlines() if line.startswith("| Gflops of one configuration")]
     assert "within 5 % [1]" in lines[0] and "within 3 % [2]" in lines[1]
     assert "[2] `benchmarks/results/dahu_validation-2020.json`: " in trust
+    # the footnote is the file's provenance, though the file has no `dahu` part
+    note = next(line for line in trust.splitlines() if line.startswith("[2] "))
+    assert "unknown" not in note and "`?`" not in note and "benchmarks/dahu_validation-2020.py" in note
+
+
+def test_no_published_footnote_lacks_its_provenance():
+    for page in tables.PAGES:
+        for line in page.read_text().splitlines():
+            if re.match(r"\[\d+\] `benchmarks/results/", line):
+                assert "unknown CPU" not in line and "unknown commit" not in line and "`?`" not in line, (page, line)
 
 
 def test_the_star_table_renders_the_scaling_file(tmp_path):
