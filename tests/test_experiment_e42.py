@@ -1,4 +1,4 @@
-"""validation.md E42 and population.md E6 cite what docs/experiments/e42_noise_memory.py
+"""validation.md E42 and validation-records.md R7 (E6) cite what docs/experiments/e42_noise_memory.py
 prints from the Dahu data; these tests hold the script to those statements."""
 
 import re

@@ -14,7 +14,7 @@ fitted durations follows HPL's time.
   the L1 set span (`default_pieces`); a piece with too few calls or shapes stays in the
   kernel's own law.
 
-The closed loop on this machine validated this fit (docs/validate.md, runs 17–19: median
+The closed loop on this machine validated this fit (docs/validation-records.md R2, runs 17–19: median
 |error| 1.6–2.5 %, max 4.0–6.3 %); docs/fit.md says when to use it.
 """
 
