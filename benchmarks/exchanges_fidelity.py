@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Same predictions? The modelled pivot exchange against HPL's messages (issue 54).
+"""Same predictions? Each of issue 54's speed levers against its reference.
 
-Every scenario runs twice with the same seed: `--exchanges messages` (the reference) and
-`--exchanges modelled` (the default); the table gives both Gflops, the move of the
-modelled one, and both simulations' wall time. Target: every move within 0.5 %, the
-median within 0.2 % (docs/predict.md "Modelled exchanges", lab notebook E67).
+`--lever exchanges` (the default): every scenario runs twice with the same seed,
+`--exchanges messages` (the reference) and `--exchanges modelled` (the default;
+docs/predict.md "Modelled exchanges", lab notebook E67). `--lever probes`: the probes
+SimGrid answers (HPLSIM_PROBE_COUNTS=off, the reference) against those the message counts
+answer (the default; docs/predict.md "Polling for a panel", E70). The table gives both
+Gflops, the move of the faster way, and both simulations' wall time. Target: every move
+within 0.5 %, the median within 0.2 %.
 
 Sets (--set, any of them):
 
@@ -21,6 +24,7 @@ run of the script skips what that file already holds: a long set resumes across 
 
     .venv/bin/python benchmarks/exchanges_fidelity.py --set local --jobs 2
     .venv/bin/python benchmarks/exchanges_fidelity.py --set dahu --only 50000 100000
+    .venv/bin/python benchmarks/exchanges_fidelity.py --lever probes --set local --jobs 2
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -93,14 +98,26 @@ def factorial_set(only: list[str] | None) -> list[Scenario]:
     return out
 
 
+#: lever -> (reference, faster way): each way is (name, `exchanges` argument, HPLSIM_PROBE_COUNTS)
+LEVERS = {
+    "exchanges": (("messages", "messages", "on"), ("modelled", "modelled", "on")),
+    "probes": (("simgrid-probes", "modelled", "off"), ("counted-probes", "modelled", "on")),
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", nargs="+", choices=("local", "dahu", "factorial"), default=["local"])
     ap.add_argument("--only", nargs="+", help="dahu: the N to run; factorial: B,NB,D,S labels")
     ap.add_argument("--jobs", type=int, default=1, help="simulations at once (wall times are then not comparable)")
-    ap.add_argument("--results", type=Path, default=Path("results/exchanges-fidelity.jsonl"))
+    ap.add_argument("--lever", choices=sorted(LEVERS), default="exchanges",
+                    help="which speed lever to compare with its reference (default: %(default)s)")
+    ap.add_argument("--results", type=Path, help="JSON lines of every simulation (default: "
+                    "results/exchanges-fidelity.jsonl, results/probes-fidelity.jsonl with --lever probes)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
+    reference, faster = LEVERS[args.lever]
+    args.results = args.results or Path(f"results/{args.lever}-fidelity.jsonl")
 
     scenarios: list[Scenario] = []
     for name in args.set:
@@ -116,34 +133,38 @@ def main() -> None:
                     done[(r["key"], r["exchanges"])] = r
     args.results.parent.mkdir(parents=True, exist_ok=True)
     lock = threading.Lock()
-    todo = [(s, mode) for s in scenarios for mode in ("messages", "modelled") if (s.key, mode) not in done]
+    todo = [(s, way) for way in (reference, faster) for s in scenarios if (s.key, way[0]) not in done]
     print(f"{len(scenarios)} scenarios, {len(todo)} simulations to run ({len(done)} in {args.results})", flush=True)
 
-    def one(job: tuple[Scenario, str]) -> None:
-        s, mode = job
-        p = predict(s.config, s.platform, s.model, seed=args.seed, exchanges=mode)
-        r = {"key": s.key, "exchanges": mode, "seed": args.seed, "gflops": p.gflops, "time_s": p.time_s,
+    def one(job: tuple[Scenario, tuple[str, str, str]]) -> None:
+        s, (name, exchanges, _) = job
+        p = predict(s.config, s.platform, s.model, seed=args.seed, exchanges=exchanges)
+        r = {"key": s.key, "exchanges": name, "seed": args.seed, "gflops": p.gflops, "time_s": p.time_s,
              "sim_wall_s": p.sim_wall_s, "sim_memory_bytes": p.sim_memory_bytes, **p.exchanges}
         with lock:
-            done[(s.key, mode)] = r
+            done[(s.key, name)] = r
             with open(args.results, "a") as f:
                 f.write(json.dumps(r) + "\n")
-            print(f"  {s.key} {mode}: {p.gflops:.6g} Gflops, {p.sim_wall_s:.1f} s", flush=True)
+            print(f"  {s.key} {name}: {p.gflops:.6g} Gflops, {p.sim_wall_s:.1f} s", flush=True)
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for fut in [pool.submit(one, job) for job in todo]:
-            fut.result()
+    # the probe counts are the simulation's environment: one way at a time
+    for way in (reference, faster):
+        os.environ["HPLSIM_PROBE_COUNTS"] = way[2]
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for fut in [pool.submit(one, job) for job in todo if job[1] == way]:
+                fut.result()
+    os.environ.pop("HPLSIM_PROBE_COUNTS")
 
-    print(f"\n{'scenario':<40} {'messages':>12} {'modelled':>12} {'move':>8} {'wall msgs':>10} {'wall mod':>9}")
+    print(f"\n{'scenario':<40} {reference[0]:>14} {faster[0]:>14} {'move':>8} {'wall ref':>9} {'wall new':>9}")
     moves = []
     for s in scenarios:
-        m, d = done.get((s.key, "messages")), done.get((s.key, "modelled"))
+        m, d = done.get((s.key, reference[0])), done.get((s.key, faster[0]))
         if not (m and d):
             continue
         move = d["gflops"] / m["gflops"] - 1
         moves.append(abs(move))
-        print(f"{s.key:<40} {m['gflops']:>12.6g} {d['gflops']:>12.6g} {100 * move:>+7.3f}% "
-              f"{m['sim_wall_s']:>9.1f}s {d['sim_wall_s']:>8.1f}s")
+        print(f"{s.key:<40} {m['gflops']:>14.6g} {d['gflops']:>14.6g} {100 * move:>+7.3f}% "
+              f"{m['sim_wall_s']:>8.1f}s {d['sim_wall_s']:>8.1f}s")
     if moves:
         med = statistics.median(moves)
         print(f"{len(moves)} scenarios: |move| max {100 * max(moves):.3f} % (target {100 * TARGET_MAX:.1f} %), "

@@ -36,24 +36,105 @@
  * adapter path leaves a message from another node in the hardware queue at its first
  * sighting, its shared-memory path does not, so a probe is "progressed" when its source
  * runs on another host (from the hostfile, comms.c) and "arrived" when on this one.
+ *
+ * Most probes find nothing, and SMPI's probe is several simulation events. When the
+ * shared message counts (mailbox.c) prove the mailbox holds nothing the probe could
+ * match, the probe fails without asking SimGrid, at the moment SimGrid would have looked.
+ * Its own cost (smpi/iprobe, which SMPI charges inside MPI_Iprobe before it looks) is
+ * then charged here for every probe: the first rank reads it and sets SMPI's to 0 (the
+ * configuration is the simulation's, one for all ranks), and each probe charges it where
+ * SMPI did — a sleep, merged with the rank's pending compute, for a rank with a core of
+ * its own; SMPI's bounded execution for one that shares its cores. Predictions move by
+ * the rounding of the merged durations only (docs/validation.md E70).
+ * HPLSIM_PROBE_COUNTS=off asks SimGrid every time and leaves SMPI its charge (the
+ * reference).
  */
 #include <mpi.h>
+#include <simgrid/actor.h>
 #include <simgrid/engine.h>
+#include <simgrid/exec.h>
+#include <simgrid/host.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xbt/config.h>
 
 #include "comms.h"
 #include "fatal.h"
+#include "mailbox.h"
+#include "matrix.h"
 #include "probe.h"
 #include "runtime.h"
 
 /* 1: hinted busy-waits become receives; 0: every probe is real (HPLSIM_BUSY_WAIT=poll) */
 static int mode = -1;
 
-/* What the probes did, for the run's report: real MPI_Iprobe calls, how many failed, and
- * busy-waits ended by a hint. */
-static long probes_real, probes_failed, waits_hinted;
+/* What the probes did, for the run's report: HPL's MPI_Iprobe calls, how many failed,
+ * busy-waits ended by a hint, and failed probes answered from the counts. */
+static long probes_real, probes_failed, waits_hinted, probes_counted;
+
+void (*hplsim_on_probe)(double t0, int peer, int tag, int found);
+
+/* SMPI's charge for a probe, taken over from it once for the whole simulation (in memory
+ * all ranks share: SimGrid's configuration is one, the ranks' statics are not). */
+static struct probe_cost {
+  int taken;
+  double seconds, cpu_usage;
+} *cost;
+static int cost_fd = -1;
+
+static void take_cost(void)
+{
+  if (cost)
+    return;
+  cost = hplsim_map_shared("hplsim-probe-cost", "HPLSIM_PROBE_COST_FD", &cost_fd, sizeof *cost);
+  if (!cost->taken) {
+    cost->seconds = sg_cfg_get_double("smpi/iprobe");
+    cost->cpu_usage = sg_cfg_get_double("smpi/iprobe-cpu-usage");
+    sg_cfg_set_double("smpi/iprobe", 0.0);
+    cost->taken = 1;
+  }
+}
+
+/* What SMPI's MPI_Iprobe did before looking: an execution of smpi/iprobe seconds at most
+ * smpi/iprobe-cpu-usage of the host's speed. On a core of its own the rank's execution
+ * lasts exactly that, as a sleep does, which does not re-solve the host's CPU sharing
+ * (E67): then it is one sleep with the compute pending before it (`with_pending`).
+ * Returns when the charge began (after that compute), where the probe's record starts. */
+static double charge(int with_pending)
+{
+  if (hplsim_owns_core()) {
+    if (with_pending) {
+      hplsim_flush_then_sleep(cost->seconds);
+      return simgrid_get_clock() - cost->seconds;
+    }
+    double t0 = simgrid_get_clock();
+    if (cost->seconds > 0.0)
+      sg_actor_sleep_for(cost->seconds);
+    return t0;
+  }
+  if (with_pending)
+    hplsim_flush();
+  double t0 = simgrid_get_clock();
+  if (cost->seconds > 0.0) {
+    double speed = sg_host_get_speed(sg_host_self());
+    sg_exec_t exec = sg_actor_exec_init(cost->seconds * speed * cost->cpu_usage);
+    sg_exec_set_bound(exec, cost->cpu_usage * speed);
+    sg_exec_start(exec);
+    sg_exec_wait(exec);
+  }
+  return t0;
+}
+
+/* The look itself: SimGrid's (its charge now 0), unless the counts prove it would fail. */
+static int look(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+  if (hplsim_mailbox_may_hold(source, tag, comm))
+    return MPI_Iprobe(source, tag, comm, flag, status);
+  *flag = 0;
+  probes_counted++;
+  return MPI_SUCCESS;
+}
 
 /* The last hplsim_busy_wait: the message the loop polls for, and when. */
 static struct {
@@ -116,13 +197,21 @@ int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *sta
   int err;
   int progressed = reports_mode == PROGRESSED ||
                    (reports_mode == PROGRESSED_BETWEEN_NODES && !hplsim_same_host(hplsim_world_rank(comm, source)));
-  if (progressed) {
+  double t0;
+  if (!hplsim_mailbox_on()) {
+    if (!progressed)
+      hplsim_flush(); /* the rank's pending compute happens before it probes */
+    t0 = simgrid_get_clock();
     err = MPI_Iprobe(source, tag, comm, flag, status);
-    hplsim_flush();
   } else {
-    hplsim_flush(); /* the rank's pending compute happens before it probes */
-    err = MPI_Iprobe(source, tag, comm, flag, status);
+    take_cost();
+    t0 = charge(!progressed);
+    err = look(source, tag, comm, flag, status);
   }
+  if (hplsim_on_probe) /* what SimGrid or the counts said, before a hint turns it around */
+    hplsim_on_probe(t0, hplsim_world_rank(comm, source), tag, err == MPI_SUCCESS && *flag);
+  if (progressed)
+    hplsim_flush(); /* the compute pending since the rank's last MPI call comes after */
   probes_real++;
   if (err != MPI_SUCCESS || *flag)
     return err;
@@ -136,5 +225,5 @@ int hplsim_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *sta
 
 void hplsim_probe_report(FILE *out, int rank)
 {
-  fprintf(out, "HPLSIM_PROBES %d %ld %ld %ld\n", rank, probes_real, probes_failed, waits_hinted);
+  fprintf(out, "HPLSIM_PROBES %d %ld %ld %ld %ld\n", rank, probes_real, probes_failed, waits_hinted, probes_counted);
 }

@@ -120,6 +120,26 @@ void hplsim_flush(void)
   }
 }
 
+void hplsim_flush_then_sleep(double extra)
+{
+  mpi_calls++;
+  double seconds = pending;
+  if (seconds > 0.0) {
+    pending = 0.0;
+    if (hplsim_on_flush)
+      hplsim_on_flush();
+  }
+  if (sleeps()) {
+    if (seconds + extra > 0.0)
+      sg_actor_sleep_for(seconds + extra);
+    return;
+  }
+  if (seconds > 0.0)
+    smpi_execute_benched(seconds);
+  if (extra > 0.0)
+    sg_actor_sleep_for(extra);
+}
+
 double hplsim_take_pending(void)
 {
   mpi_calls++;

@@ -17,6 +17,10 @@ void hplsim_kernel(enum hplsim_kernel kernel, double x0, double x1, double x2);
 /* Inject the time accounted since the rank's last MPI call (called before each MPI call). */
 void hplsim_flush(void);
 
+/* hplsim_flush, then `extra` seconds more of the rank's own time on a core of its own (a
+ * probe's charge, probe.c): one sleep for both when the rank sleeps its compute. */
+void hplsim_flush_then_sleep(double extra);
+
 /* 1 if no more ranks run on this rank's host than it has cores (from the hostfile). */
 int hplsim_owns_core(void);
 

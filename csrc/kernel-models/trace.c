@@ -33,6 +33,7 @@
 #include "hpl.h"
 #include "kernels.h"
 #include "model.h"
+#include "probe.h"
 #include "runtime.h"
 
 /* Set in MPI_Init when the run records a trace; the runtime then calls the two hooks below. */
@@ -182,6 +183,14 @@ static void trace_exchange(double t0, int64_t bytes)
     mpi_record(C_EXCHANGE, t0, -1, -1, bytes);
 }
 
+/* One of HPL's probes (probe.c), from the start of its charge: SimGrid's look or the
+ * message counts' answer, whichever the runtime used. */
+static void trace_probe(double t0, int peer, int tag, int found)
+{
+  if (recording())
+    mpi_record(found ? C_IPROBE_HIT : C_IPROBE_MISS, t0, peer, tag, -1);
+}
+
 /* Non-blocking calls whose MPI_Wait is still to come: the wait completes them. */
 #define MAX_REQUESTS 16
 static struct {
@@ -286,17 +295,6 @@ int __wrap_MPI_Wait(MPI_Request *req, MPI_Status *status)
     mpi_record(requests[i].code, t0, requests[i].peer, requests[i].tag, requests[i].bytes);
     memmove(requests + i, requests + i + 1, (size_t)(--nrequests - i) * sizeof requests[0]);
   }
-  return err;
-}
-
-int __real_MPI_Iprobe(int, int, MPI_Comm, int *, MPI_Status *);
-int __wrap_MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
-{
-  if (!hplsim_trace_on || !recording())
-    return __real_MPI_Iprobe(source, tag, comm, flag, status);
-  double t0 = simgrid_get_clock();
-  int err = __real_MPI_Iprobe(source, tag, comm, flag, status);
-  mpi_record(*flag ? C_IPROBE_HIT : C_IPROBE_MISS, t0, hplsim_world_rank(comm, source), tag, -1);
   return err;
 }
 
@@ -450,6 +448,7 @@ int __wrap_MPI_Init(int *argc, char ***argv)
     hplsim_on_kernel = trace_kernel;
     hplsim_on_flush = trace_flush;
     hplsim_on_exchange = trace_exchange;
+    hplsim_on_probe = trace_probe;
   }
   return err;
 }
@@ -469,6 +468,7 @@ int __wrap_MPI_Finalize(void)
     hplsim_on_kernel = NULL;
     hplsim_on_flush = NULL;
     hplsim_on_exchange = NULL;
+    hplsim_on_probe = NULL;
   }
   return __real_MPI_Finalize();
 }

@@ -232,7 +232,9 @@ def _breakdown(report: str, hpl_time: float) -> dict:
     """Per rank: modelled compute time, and the rest of HPL's time (MPI: transfers and
     waiting); per kernel: calls and seconds summed over ranks."""
     compute, kernels = [], {}
-    probes = dict.fromkeys(("real", "failed", "busy_waits_hinted"), 0)
+    # HPL's probes, the failed ones, busy-waits turned into receives, and failed probes
+    # answered from the message counts without SimGrid (csrc/kernel-models/mailbox.c)
+    probes = dict.fromkeys(("real", "failed", "busy_waits_hinted", "answered_from_counts"), 0)
     for line in report.splitlines():
         fields = line.split()
         if fields and fields[0] == "HPLSIM_PROBES":
@@ -395,8 +397,8 @@ def _format_breakdown(p: Prediction) -> str:
     for name, k in b["kernels"].items():
         lines.append(f"    {name:<15}{k['calls']:>12} calls {k['seconds']:>12.4g} s {100 * k['seconds'] / total:>6.1f} %")
     pr = b["probes"]
-    lines.append(f"  panel probes: {pr['real']} simulated ({pr['failed']} failed); "
-                 f"busy-waits turned into receives: {pr['busy_waits_hinted']}")
+    lines.append(f"  panel probes: {pr['real']} ({pr['failed']} failed, {pr['answered_from_counts']} of them answered "
+                 f"from the message counts); busy-waits turned into receives: {pr['busy_waits_hinted']}")
     return "\n".join(lines)
 
 
