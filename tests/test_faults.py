@@ -80,15 +80,16 @@ sys.exit(rc)
 
 
 def in_namespace(tmp_path: Path, command: list[str], mounts: list[dict], fault: dict | None = None,
-                 cwd: Path | None = None) -> tuple[subprocess.CompletedProcess, Path, str]:
+                 cwd: Path | None = None, env: dict[str, str] | None = None,
+                 ) -> tuple[subprocess.CompletedProcess, Path, str]:
     """`command` in a private mount namespace with `mounts` ({"dir", "kind": tmpfs|ro,
-    "size"}); returns the outcome, the folder holding a copy of each mount's files as the
-    command left them, and the marker of its processes."""
+    "size"}) and `env` over the environment; returns the outcome, the folder holding a copy
+    of each mount's files as the command left them, and the marker of its processes."""
     keep = tmp_path / "kept"
     keep.mkdir(exist_ok=True)
     marker = f"faults-{os.getpid()}-{time.time_ns()}"
     args = {"mounts": [{**m, "dir": str(m["dir"])} for m in mounts], "command": command,
-            "cwd": str(cwd or tmp_path), "env": {"HPLSIM_TEST_MARKER": marker}, "keep": str(keep),
+            "cwd": str(cwd or tmp_path), "env": {**(env or {}), "HPLSIM_TEST_MARKER": marker}, "keep": str(keep),
             "fault": {**fault, "dir": str(fault["dir"]), "db": str(fault.get("db", ""))} if fault else None,
             "hang": HANG}
     out = subprocess.run(["unshare", "--map-root-user", "--mount", sys.executable, "-c", INNER, json.dumps(args)],
@@ -209,6 +210,47 @@ def test_disk_full_for_a_calibration_archive_saves_it_next_door(tmp_path):
     with zipfile.ZipFile(tmp_path / "c.zip") as z:  # the measurements, whole
         assert "metadata.yaml" in z.namelist() and z.testzip() is None
     assert nothing_left_running(marker)
+
+
+def test_a_full_temporary_folder_is_passed_over_and_left_clean(tmp_path):
+    """TMPDIR on a full file system: Python's choice of a temporary folder tries each
+    candidate with a small write and passes over the full one, and hplsim gives SimGrid its
+    run's own folder for its per-rank copies of the program (which it used to leave, half
+    written, in TMPDIR): the prediction runs, and the full folder stays as it was."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out, keep, marker = in_namespace(
+        tmp_path, hplsim_cmd("predict", "-N", 500, "--nb", 64, "-P", 1, "-Q", 2, "--json"),
+        [{"dir": tmp, "kind": "tmpfs", "size": "64k"}], {"dir": tmp, "after": 0}, env={"TMPDIR": str(tmp)})
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)[0]["gflops"] > 0
+    assert list((keep / "tmp").iterdir()) == []
+    assert nothing_left_running(marker)
+
+
+def test_temporary_space_filling_up_stops_a_sweep_and_stores_no_failure(tmp_path, spec):
+    """The simulations' temporary folder fills up in the middle of a sweep (SimGrid copies
+    the program there once per rank): that is the machine's fault, not the run's, and stored
+    as failed it would pass for a result of the configuration. The sweep stops at the first
+    such run with one error line, stores nothing for it, keeps what it stored, and the same
+    command with space finishes the sweep."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    db = tmp_path / "r.sqlite"
+    out, keep, marker = in_namespace(
+        tmp_path, hplsim_cmd("sweep", spec, "--db", db, "--jobs", "1", "--no-progress"),
+        [{"dir": tmp, "kind": "tmpfs", "size": "16m"}], {"dir": tmp, "db": db, "after": 2}, env={"TMPDIR": str(tmp)})
+    assert out.returncode == 2, out.stderr
+    line = one_error(out.stderr)
+    assert "the disk is full" in line and "No space left on device" in line and "re-run the same command" in line
+    assert "hplsim: failed:" not in out.stderr
+    assert nothing_left_running(marker)
+    assert list((keep / "tmp").iterdir()) == []
+    kept = stored(db)
+    assert 2 <= len(kept) < 8 and all(r["status"] == "ok" for r in kept)
+    again = run_cli("sweep", spec, "--db", db, "--jobs", "1", "--no-progress", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert {r["hash"] for r in stored(db) if r["status"] == "ok"} == planned(spec, tmp_path)
 
 
 # ------------------------------------------------------------------ a read-only store

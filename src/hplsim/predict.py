@@ -318,7 +318,10 @@ def predict(
                 binary, args, work, work / "platform.xml", work / "hostfile",
                 config.ranks, {**folding, **platform.config, **trace_cfg}, timeout,
                 preloads=simulation_preloads(binary),
-                env={"HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, "HPLSIM_HOSTFILE": str(work / "hostfile"),
+                # SMPI copies the program once per rank into TMPDIR (dlopen privatization) and
+                # leaves a partial copy behind when the disk fills: into the run's own folder
+                env={"TMPDIR": str(tmp),
+                     "HPLSIM_IPROBE_REPORTS": platform.iprobe_reports, "HPLSIM_HOSTFILE": str(work / "hostfile"),
                      "HPLSIM_EXCHANGES": exchanges, **trace_vars, **(pipe.env if pipe else {})},
                 pass_fds=(pipe.fd,) if pipe else (),
             )

@@ -30,6 +30,7 @@ from hplsim.sweep.tasks import Task
 
 MAX_LISTED = 5  # invalid combinations / failures printed one by one, then counted
 WAIT_POLL_S = 0.5  # how often a sweep looks whether another sweep stored the runs it waits for
+DISK_FULL = "No space left on device"  # strerror(ENOSPC), in a failed simulation's message
 
 
 def work_dir(db: Path) -> Path:
@@ -226,6 +227,11 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
                             if task is None:
                                 continue
                             inputs.check()
+                            if outcome.status != "ok" and DISK_FULL in (outcome.error or ""):
+                                # the machine's fault, not the run's: stored as failed it would
+                                # pass for a result; stop with what is stored, as a full store does
+                                raise kept(HplsimError(f"the run {describe_task(task)} could not run: the disk "
+                                                       f"is full ({outcome.error})"), "it is not stored, ")
                             try:
                                 store.record(task, plan.variants[task.variant], outcome, sweep_id)
                             except HplsimError as exc:
