@@ -25,6 +25,7 @@ run of the script skips what that file already holds: a long set resumes across 
     .venv/bin/python benchmarks/exchanges_fidelity.py --set local --jobs 2
     .venv/bin/python benchmarks/exchanges_fidelity.py --set dahu --only 50000 100000
     .venv/bin/python benchmarks/exchanges_fidelity.py --lever probes --set local --jobs 2
+    .venv/bin/python benchmarks/exchanges_fidelity.py --lever probes --set local --only "star 8x8" "dahu 8x8"
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def _dahu():
     return preset, load_platform(preset.platform, preset.ranks_per_host), ModelSource.from_path(preset.model, "builtin:dahu")
 
 
-def local_set() -> list[Scenario]:
+def local_set(only: list[str] | None = None) -> list[Scenario]:
     star = spec_from_dict({"name": "star-256", "nodes": 256, "cores_per_node": 1,
                            "network": {"bandwidth": "12.5GBps", "latency": "1us"}}).platform()
     tmp = Path(tempfile.mkdtemp(prefix="hplsim-fidelity-"))
@@ -78,6 +79,8 @@ def local_set() -> list[Scenario]:
     for (where, plat, model), g, (b, d, s) in itertools.product(
             (("star", star, default_row), ("dahu", dahu_platform, dahu_model)), (8, 16),
             itertools.product(range(6), range(2), range(3))):
+        if only and f"{where} {g}x{g}" not in only:
+            continue
         config = HplConfig(**{**preset.config(10000).as_dict(), "p": g, "q": g, "bcast": b, "depth": d, "swap": s})
         out.append(Scenario(f"local {where} {g}x{g} N=10000 {b},128,{d},{s}", config, plat, model))
     return out
@@ -108,7 +111,8 @@ LEVERS = {
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", nargs="+", choices=("local", "dahu", "factorial"), default=["local"])
-    ap.add_argument("--only", nargs="+", help="dahu: the N to run; factorial: B,NB,D,S labels")
+    ap.add_argument("--only", nargs="+", help="local: the parts to run ('star 8x8', 'dahu 16x16', ...); "
+                    "dahu: the N to run; factorial: B,NB,D,S labels")
     ap.add_argument("--jobs", type=int, default=1, help="simulations at once (wall times are then not comparable)")
     ap.add_argument("--lever", choices=sorted(LEVERS), default="exchanges",
                     help="which speed lever to compare with its reference (default: %(default)s)")
@@ -121,7 +125,7 @@ def main() -> None:
 
     scenarios: list[Scenario] = []
     for name in args.set:
-        scenarios += (local_set() if name == "local" else
+        scenarios += (local_set(args.only) if name == "local" else
                       dahu_set([int(n) for n in args.only] if args.only else None) if name == "dahu" else
                       factorial_set(args.only))
     done: dict[tuple[str, str], dict] = {}
