@@ -105,41 +105,6 @@ static int sleeps(void)
   return mode;
 }
 
-void hplsim_flush(void)
-{
-  mpi_calls++;
-  if (pending > 0.0) {
-    double seconds = pending;
-    pending = 0.0;
-    if (hplsim_on_flush)
-      hplsim_on_flush();
-    if (sleeps())
-      sg_actor_sleep_for(seconds);
-    else
-      smpi_execute_benched(seconds);
-  }
-}
-
-void hplsim_flush_then_sleep(double extra)
-{
-  mpi_calls++;
-  double seconds = pending;
-  if (seconds > 0.0) {
-    pending = 0.0;
-    if (hplsim_on_flush)
-      hplsim_on_flush();
-  }
-  if (sleeps()) {
-    if (seconds + extra > 0.0)
-      sg_actor_sleep_for(seconds + extra);
-    return;
-  }
-  if (seconds > 0.0)
-    smpi_execute_benched(seconds);
-  if (extra > 0.0)
-    sg_actor_sleep_for(extra);
-}
-
 double hplsim_take_pending(void)
 {
   mpi_calls++;
@@ -150,6 +115,31 @@ double hplsim_take_pending(void)
       hplsim_on_flush();
   }
   return seconds;
+}
+
+void hplsim_flush(void)
+{
+  double seconds = hplsim_take_pending();
+  if (seconds > 0.0) {
+    if (sleeps())
+      sg_actor_sleep_for(seconds);
+    else
+      smpi_execute_benched(seconds);
+  }
+}
+
+void hplsim_flush_then_sleep(double extra)
+{
+  double seconds = hplsim_take_pending();
+  if (sleeps()) {
+    if (seconds + extra > 0.0)
+      sg_actor_sleep_for(seconds + extra);
+    return;
+  }
+  if (seconds > 0.0)
+    smpi_execute_benched(seconds);
+  if (extra > 0.0)
+    sg_actor_sleep_for(extra);
 }
 
 /* Point-to-point messages the rank sent through SimGrid (HPL's sends flush through here). */
