@@ -51,9 +51,12 @@ PER_RANK_S = 0.003
 #: CPU time beyond the grid's fixed cost (N = 128), NB 64, DEPTH 1: 1.13x at 8x8 (N = 2,048),
 #: 5.1x at 2x32 and 4.7x at 8x32 (2,048), 40x at 2x128 (2,048), 155x at 4x256 (N = 1,024):
 #: 1 + Q²/300 is within 1.45 of each, overpricing the largest (tests/test_tune.py measures
-#: 2x32 against it).
+#: 2x32 against it). The probe counts (E70) made the rings' polling cheaper, not the roll:
+#: measured again the same way (one run each, N = 2,048, NB 64, DEPTH 1, 2026-12-05):
+#: 1.66x at 8x8, 7.49x at 2x32, 5.37x at 8x32, 63.8x at 2x128; 1 + Q²/220 is within 1.33
+#: of each (4x256, minutes a run, not measured again: it had 155x, the law now says 299x).
 LONG_BCAST_BASE = 1.0
-LONG_BCAST_PER_Q2 = 1 / 300
+LONG_BCAST_PER_Q2 = 1 / 220
 #: HPL's spread-roll row swap (SWAP 1) under look-ahead probes for the next panel at each
 #: of its steps along the process column, and every failed probe is a simulation event:
 #: on the Dahu preset (N = 1,400 at 8x8 and 16x16, 2,712 at 32x32, NB 64, DEPTH 1, BCAST 0;
