@@ -44,8 +44,10 @@
  * then charged here for every probe: the first rank reads it and sets SMPI's to 0 (the
  * configuration is the simulation's, one for all ranks), and each probe charges it where
  * SMPI did — a sleep, merged with the rank's pending compute, for a rank with a core of
- * its own; SMPI's bounded execution for one that shares its cores. Predictions move by
- * the rounding of the merged durations only (docs/validation.md E70).
+ * its own; SMPI's bounded execution for one that shares its cores. A run follows the same
+ * course; its time moves only by where SimGrid ends a sleep against an execution of the
+ * same length (within its timing precision), which a look-ahead schedule may carry a
+ * little further (docs/validation.md E70).
  * HPLSIM_PROBE_COUNTS=off asks SimGrid every time and leaves SMPI its charge (the
  * reference).
  */
