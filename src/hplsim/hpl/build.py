@@ -27,10 +27,11 @@ PATCH = "hpl-patch/hpl-2.0-hplsim.patch"
 DRIVER = "hpl-driver/hplsim_driver.c"
 RUNTIME_DIR = "kernel-models"
 RUNTIME_SOURCES = ("runtime.c", "fatal.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c", "mailbox.c", "comms.c",
+                   "pipid.c",
                    "progress.c", "matrix.c", "trace.c", "exchange.c", "netlaws.c", "simgrid_config.cpp")
-# The trace recorder wraps HPL's MPI calls and phase functions at link time: one
-# `-Wl,--wrap=NAME` per `__wrap_NAME` it defines (declared there, once).
-TRACE_SOURCE = "trace.c"
+# The trace recorder wraps HPL's MPI calls and phase functions at link time, and pipid.c
+# HPL_pipid: one `-Wl,--wrap=NAME` per `__wrap_NAME` a runtime source defines (declared
+# there, once).
 SAMPLER_SOURCES = ("sampler.c", "model.c", "rng.c")
 # Preloaded into the simulation process (see the source for why).
 PRELOAD_SOURCE = "sim-preload/thread_clock.c"
@@ -75,7 +76,7 @@ def _require(cc: str) -> None:
 
 
 def _wrap_flags() -> list[str]:
-    text = (csrc_dir() / RUNTIME_DIR / TRACE_SOURCE).read_text()
+    text = "\n".join((csrc_dir() / RUNTIME_DIR / f).read_text() for f in RUNTIME_SOURCES)
     names = {*re.findall(r"\b__wrap_(\w+)\s*\(", text),
              *re.findall(r"^WRAP_PANEL_VOID\((\w+),", text, re.M),
              *re.findall(r"^WRAP_PANEL\(\w+, (\w+),", text, re.M)}
