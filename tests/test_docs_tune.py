@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from conftest import REPO
 from docexamples import run_examples
+from helpers import run_cli
 from hplsim.hpl.hpldat import read_hpl_dat
 
 
@@ -17,6 +19,26 @@ def test_tune_doc_examples_run(tmp_path):
     assert read_hpl_dat(tmp_path / "HPL.dat").grids == ((1, 2),)
     assert "90 % interval, WR12R2C2 N=2000 NB=64 2x2: [" in predicted.stdout and "(3 seeds)" in predicted.stdout
     assert "configurations at N=6632" in planned.stdout and "Nothing simulated (--plan)." in planned.stdout
+    # the page's account of that plan is the plan the command prints
+    page = (REPO / "docs" / "tune.md").read_text()
+    screened, n, estimate = re.search(r"it lists (\d+) configurations at N = ([\d,]+) and an estimate of "
+                                      r"about ([\d,]+) s", page).groups()
+    assert f"{screened} of " in planned.stdout and f"configurations at N={n.replace(',', '')}," in planned.stdout
+    assert f"estimated {estimate.replace(',', '')} s of the 7200 s budget" in planned.stdout
+
+
+@pytest.mark.parametrize("budget, sizes", [("20m", ("1,384", "11,128")), ("2h", ("6,632", "53,104"))])
+def test_the_pages_dahu_plans_are_the_plans(budget, sizes):
+    """docs/tune.md says at which sizes the Dahu plans screen and end: the plans --plan prints."""
+    page = " ".join((REPO / "docs" / "tune.md").read_text().split())
+    first, top = sizes
+    assert f"`--budget {budget}` the plan screens at N = {first}" in page
+    assert f"N_top = {top}" in page
+    result = run_cli("tune", "--preset", "dahu", "--memory-per-node", "192GB", "--budget", budget, "--seed", "1",
+                     "--plan", "--json")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)["plan"]
+    assert plan["sizes"][0] == int(first.replace(",", "")) and plan["sizes"][-1] == int(top.replace(",", ""))
 
 
 @pytest.mark.slow

@@ -2,13 +2,12 @@
 it, `sweep --dry-run` lists it per run, `predict` says it when it exceeds a minute, and the
 benchmarks print how far it lands from their measured runs.
 
-Wall time: the growth law of docs/predict.md ("Cost of a simulation": wall ≈ 1.4e-6 · N^1.04 · (P·Q)^1.01 s at NB = 128 on this kind of machine),
+Wall time: a growth law, wall ≈ a · N^α · (P·Q)^β s at NB = 128 on this kind of machine,
 scaled by 128/NB (SMPI's cost is per event, and HPL's events come per panel: N/NB panels),
-plus the launch of smpirun and the creation of the simulated ranks, whatever N: 3.6 s for
-1,024 ranks at N = 256 (two panels) and 4.0 s at N = 568, where the law says 2.4 s, on a
-2-core machine with one core to itself (2026-11-27; 12–17 s had been measured on the loaded
-shared machine at load 10, and the plans made with that figure left four fifths of a
-20-minute budget unspent); 0.26 s for 64 ranks at N = 568.
+plus the launch of smpirun and the creation of the simulated ranks, whatever N (3.65 s for
+the Dahu preset's 1,024 ranks at N = 1,024, 2026-12-05; 12–17 s had been measured on the
+loaded shared machine at load 10 on 2026-11-27, and the plans made with that figure left
+four fifths of a 20-minute budget unspent).
 
 The law plans the search (it is deterministic: the same inputs give the same plan on any
 machine, hence the same recommendation); the budget itself is enforced on the measured
@@ -25,20 +24,23 @@ from __future__ import annotations
 
 from hplsim.hpl.config import HplConfig
 
-#: refitted with the modelled pivot exchange (2026-12-05, lab notebook E67): the star points
-#: 8x8 … 32x32 at N = 20,000 and 50,000 cost 1.0-1.4e-6 · N^1.04 · (P·Q)^1.01 s beyond the
-#: fixed costs (2.95e-6 with messages); the largest grid's 1.4e-6 is taken, as big runs
-#: matter. The exponents are kept from the ten-point fit with messages: the five new
-#: points alone give 1.31 and 1.46, a fit too loose to move them on.
-COEFFICIENT = 1.4e-6
-N_EXPONENT = 1.04
-RANK_EXPONENT = 1.01
+#: Refitted after the probe counts and the shared pivot moves (lab notebook E70, E72), all
+#: five terms at once, least squares on the logarithm of the wall, on thirteen runs of this
+#: build on one core: the star scenario's seven points of
+#: benchmarks/results/emulation_scaling-star.json (4x4 … 32x32, N = 20,000 and 50,000) and
+#: the Dahu preset at 1,024 ranks (N = 1,024, 2,712, 5,424 and 10,848: 3.65, 4.98, 10.29 and
+#: 21.17 s, quiet, 2026-12-05; 50,000: 120.0 s and 500,000: 1,390.5 s, E70). Every point
+#: within 0.85-1.18 of its run; the law before (1.4e-6 · N^1.04 · (P·Q)^1.01, 0.4 s and 3 ms
+#: a rank, fitted with the pivot search's messages, E67) overpriced the small grids three
+#: times and the Dahu preset at N = 2,712 1.85 times, so `tune` screened at N = 1,024.
+COEFFICIENT = 3.30e-8
+N_EXPONENT = 1.14
+RANK_EXPONENT = 1.38
 REFERENCE_NB = 128
-#: seconds: smpirun's launch, reading the platform, HPL's set-up (0.17 s measured for 2x2 at
-#: N = 2000 on the shared machine; doubled)
-OVERHEAD_S = 0.4
-#: seconds per rank: creating and starting the simulated ranks (about 3 s for 1,024 ranks)
-PER_RANK_S = 0.003
+#: seconds: smpirun's launch, reading the platform, HPL's set-up
+OVERHEAD_S = 0.25
+#: seconds per rank: creating and starting the simulated ranks (about 1.8 s for 1,024 ranks)
+PER_RANK_S = 0.00175
 #: HPL's long broadcasts (BCAST 4 long, 5 longM: a spread then a roll along the process
 #: row, Q - 1 steps, each polled by the ranks waiting for it) cost more as Q grows, about
 #: as Q squared: on the Dahu preset (N = 4,096, NB 64, DEPTH 1, SWAP 0; 2026-11-27, one core
@@ -141,7 +143,7 @@ def estimate_text(config: HplConfig) -> str:
     """One run's estimate, as the sweep's dry run lists it.
 
     >>> estimate_text(HplConfig(n=50_000, nb=128, p=32, q=32))
-    'about 9.0 min, 323 MB'
+    'about 8.1 min, 323 MB'
     """
     wall = estimate_s(config)
     shown = f"{wall / 60:.1f} min" if 60 <= wall < 600 else duration_text(wall)
