@@ -43,6 +43,7 @@ DAHU_2020 = "dahu_validation-2020/dahu-2020"  # that preset's part of its own N-
 FACTORIAL = "factorial"
 CLOSED_LOOP = "validate_local"
 STAR = "emulation_scaling-star"
+DAHU_SCALING = "emulation_scaling-dahu"
 #: what produces each results file (the "pending" text names it)
 PRODUCERS = {
     DAHU: "benchmarks/dahu_validation.py",
@@ -50,6 +51,7 @@ PRODUCERS = {
     FACTORIAL: "benchmarks/factorial.py --preset dahu-2020",
     CLOSED_LOOP: "benchmarks/validate_local.py --repeat 5",
     STAR: "benchmarks/emulation_scaling.py --scenario star",
+    DAHU_SCALING: "benchmarks/emulation_scaling.py --scenario dahu",
 }
 
 
@@ -222,8 +224,14 @@ def cost(res: Results) -> list[str]:
                          _wall(statistics.median(r["wall_s"])), f"{max(r['pss_mb']):,.0f} MB", res.cite(STAR)])
     else:
         rows.append(["16 … 1,024", "20,000, 50,000", "one-switch star", pending(STAR), "", ""])
-    dahu = res.get(DAHU)
-    if dahu:
+    # the Dahu preset's cost: its scaling run (alone on the machine) when there is one, else
+    # the N-sweep's runs (two at a time: upper bounds)
+    scaling, dahu = res.get(DAHU_SCALING), res.get(DAHU)
+    if scaling:
+        for r in sorted((r for r in scaling["rows"] if r["exchanges"] == "modelled"), key=lambda r: r["n"]):
+            rows.append([f"{r['p'] * r['q']:,} ({r['p']}×{r['q']})", f"{r['n']:,}", "Dahu preset",
+                         _wall(statistics.median(r["wall_s"])), f"{max(r['pss_mb']):,.0f} MB", res.cite(DAHU_SCALING)])
+    elif dahu:
         for r in sorted((r for r in dahu["rows"] if r["variant"] == "stochastic"), key=lambda r: r["n"]):
             rows.append(["1,024 (32×32)", f"{r['n']:,}", "Dahu preset", _wall(r["sim_wall_s"]),
                          f"{r['sim_memory_bytes'] / 1e6:,.0f} MB", res.cite(DAHU)])
@@ -235,9 +243,18 @@ def cost(res: Results) -> list[str]:
 def star(res: Results) -> list[str]:
     """The star scenario point by point (docs/predict.md, Cost of a simulation): wall, PSS,
     the messages still simulated, the wall per message, and the authors' wall over ours."""
-    doc = res.get(STAR)
+    return scaling(res, STAR)
+
+
+def dahu_scaling(res: Results) -> list[str]:
+    """The Dahu preset's scaling run, as the star scenario's (docs/predict.md)."""
+    return scaling(res, DAHU_SCALING)
+
+
+def scaling(res: Results, name: str) -> list[str]:
+    doc = res.get(name)
     if not doc:
-        return [pending(STAR)]
+        return [pending(name)]
     rows = []
     for r in sorted(doc["rows"], key=lambda r: (r["p"] * r["q"], r["n"])):
         wall = statistics.median(r["wall_s"])
@@ -246,10 +263,11 @@ def star(res: Results) -> list[str]:
                      f"{r['gflops']:,.1f}", f"{r['simulated_messages']:,}",
                      f"{1e6 * wall / r['simulated_messages']:.1f}", f"{r['panels_per_s']:,.1f}", ref])
     return table(["N", "grid", "exchanges", "wall s", "PSS MB", "Gflops", "messages", "µs/msg", "panels/s",
-                  "the authors' wall / ours"], rows) + ["", f"One run each {res.cite(STAR)}."]
+                  "the authors' wall / ours"], rows) + ["", f"One run each {res.cite(name)}."]
 
 
-TABLES: dict[str, Callable[[Results], list[str]]] = {"trust": trust, "cost": cost, "star": star}
+TABLES: dict[str, Callable[[Results], list[str]]] = {"trust": trust, "cost": cost, "star": star,
+                                                    "dahu-scaling": dahu_scaling}
 
 
 def render_table(name: str, res: Results) -> str:
