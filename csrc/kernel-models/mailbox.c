@@ -47,8 +47,7 @@ int hplsim_mailbox_on(void)
     if (env && strcmp(env, "on") != 0 && strcmp(env, "off") != 0)
       hplsim_fatal("HPLSIM_PROBE_COUNTS must be 'on' or 'off', got '%s'", env);
     on = !(env && strcmp(env, "off") == 0);
-    char threads[32];
-    if (on && hplsim_config_text("contexts/nthreads", threads, sizeof threads) == 0 && atoi(threads) > 1)
+    if (on && !hplsim_ranks_take_turns())
       on = 0; /* ranks running at once would race on the counts (above) */
     if (on) {
       MPI_Comm_rank(MPI_COMM_WORLD, &me);

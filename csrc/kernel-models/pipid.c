@@ -32,7 +32,7 @@ void __real_HPL_pipid(HPL_T_panel *PANEL, int *K, int *IPID);
 #define MAX_JB 4096
 
 struct answer {
-  int used, ia, jb, k;
+  int ia, jb, k; /* jb = 0: an empty slot (the shared memory starts zeroed) */
   double dpiv[MAX_JB];
   int ipid[4 * MAX_JB]; /* K is at most 4 jb (HPL_pipid's documentation) */
 };
@@ -47,9 +47,7 @@ static int shared(void)
     const char *env = getenv("HPLSIM_SHARED_PIPID");
     if (env && strcmp(env, "on") != 0 && strcmp(env, "off") != 0)
       hplsim_fatal("HPLSIM_SHARED_PIPID must be 'on' or 'off', got '%s'", env);
-    char threads[32];
-    on = !(env && strcmp(env, "off") == 0) &&
-         !(hplsim_config_text("contexts/nthreads", threads, sizeof threads) == 0 && atoi(threads) > 1);
+    on = !(env && strcmp(env, "off") == 0) && hplsim_ranks_take_turns();
     if (on)
       answers = hplsim_map_shared("hplsim-pipid", "HPLSIM_PIPID_FD", &fd, SLOTS * sizeof *answers);
   }
@@ -65,13 +63,12 @@ void __wrap_HPL_pipid(HPL_T_panel *PANEL, int *K, int *IPID)
   }
   struct answer *a = &answers[(unsigned)(ia / jb) % SLOTS];
   size_t bytes = (size_t)jb * sizeof *PANEL->DPIV;
-  if (a->used && a->ia == ia && a->jb == jb && memcmp(a->dpiv, PANEL->DPIV, bytes) == 0) {
+  if (a->jb == jb && a->ia == ia && memcmp(a->dpiv, PANEL->DPIV, bytes) == 0) {
     *K = a->k;
     memcpy(IPID, a->ipid, (size_t)a->k * sizeof *IPID);
     return;
   }
   __real_HPL_pipid(PANEL, K, IPID);
-  a->used = 1;
   a->ia = ia;
   a->jb = jb;
   a->k = *K;

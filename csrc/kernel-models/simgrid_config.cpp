@@ -5,6 +5,7 @@
 
 #include "simgrid_config.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -20,4 +21,10 @@ int hplsim_config_text(const char* name, char* out, unsigned long size)
   } catch (std::exception const&) {
     return -1;
   }
+}
+
+int hplsim_ranks_take_turns(void)
+{
+  char threads[32];
+  return !(hplsim_config_text("contexts/nthreads", threads, sizeof threads) == 0 && std::atoi(threads) > 1);
 }

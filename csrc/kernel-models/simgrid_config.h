@@ -10,6 +10,11 @@ extern "C" {
  * longer than that. */
 int hplsim_config_text(const char *name, char *out, unsigned long size);
 
+/* 1 if the simulated ranks run one at a time (SimGrid's default, one thread), so that memory
+ * they share needs no lock (mailbox.c, pipid.c); 0 with parallel contexts (contexts/nthreads
+ * above 1). */
+int hplsim_ranks_take_turns(void);
+
 #ifdef __cplusplus
 }
 #endif
