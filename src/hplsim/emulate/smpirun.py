@@ -174,7 +174,10 @@ def run_smpirun(
         "--log=root.thres:warning",
         str(binary), *args,
     ]
-    run_env = {**os.environ, **(env or {}), "SMPI_PRIVATIZATION": "dlopen"}
+    # HPLSIM_PROGRAM: what SMPI copies once per rank, whose code the copies then share
+    # (csrc/kernel-models/sharedtext.c)
+    run_env = {**os.environ, **(env or {}), "SMPI_PRIVATIZATION": "dlopen",
+               "HPLSIM_PROGRAM": str(Path(binary).resolve())}
     # LD_PRELOAD separates entries by spaces and colons: a path holding either cannot be
     # preloaded; the run is then only slower, never different.
     usable = [lib for lib in preloads if not set(lib) & set(" :")]

@@ -27,7 +27,7 @@ PATCH = "hpl-patch/hpl-2.0-hplsim.patch"
 DRIVER = "hpl-driver/hplsim_driver.c"
 RUNTIME_DIR = "kernel-models"
 RUNTIME_SOURCES = ("runtime.c", "fatal.c", "model.c", "rng.c", "blas.c", "hpl_kernels.c", "panel.c", "probe.c", "mailbox.c", "comms.c",
-                   "pipid.c",
+                   "pipid.c", "sharedtext.c",
                    "progress.c", "matrix.c", "trace.c", "exchange.c", "netlaws.c", "simgrid_config.cpp")
 # The trace recorder wraps HPL's MPI calls and phase functions at link time, and pipid.c
 # HPL_pipid: one `-Wl,--wrap=NAME` per `__wrap_NAME` a runtime source defines (declared
