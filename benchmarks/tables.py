@@ -316,10 +316,15 @@ def adopt(source: Path, name: str, command: str, folder: Path = RESULTS) -> Path
         raise HplsimError(f"adopt {source}: not a readable JSON file ({exc})") from None
     if isinstance(doc, list):
         doc = {"rows": doc}
-    doc.pop("provenance", None)
-    p = provenance()
-    p.update(command=command, adopted_from=str(source),
-             note="commit, date and machine recorded when the file was adopted, not when it was produced")
+    p = doc.pop("provenance", None)
+    if isinstance(p, dict) and {"commit", "date", "machine"} <= p.keys():
+        # written by the shared writer (a benchmark run to a scratch path): its commit, date
+        # and machine are the run's own; only the command is restated with the published path
+        p.update(command=command, adopted_from=str(source))
+    else:
+        p = provenance()
+        p.update(command=command, adopted_from=str(source),
+                 note="commit, date and machine recorded when the file was adopted, not when it was produced")
     return write_json(folder / f"{name}.json", {"provenance": p, **doc}, "the adopted results")
 
 

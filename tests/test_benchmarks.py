@@ -73,3 +73,21 @@ def test_suite_time_reads_the_conftest_timeline_and_refuses_a_bad_repeat(tmp_pat
     ((worker, asked, started, ended, exclusive, nodeid),) = read_timeline(tmp_path / "t.tsv")
     assert (worker, asked, started, exclusive, nodeid) == ("gw1", 10.0, 12.5, True, "tests/test_x.py::test_y[a\tb]")
     assert ended >= started
+
+
+def test_the_cost_law_is_what_cost_law_py_fits_on_the_committed_runs(monkeypatch):
+    """hpl/cost.py declares the wall law's five constants; benchmarks/cost_law.py fits them on
+    the timed runs committed in benchmarks/results/: the two must agree to the digits
+    declared, so that a refit is published with its runs (or not at all)."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import numpy as np
+    from cost_law import _runs, fit_wall
+
+    from hplsim.hpl import cost
+
+    results = REPO / "benchmarks" / "results"
+    runs = _runs([results / f"emulation_scaling-{name}.json" for name in ("star", "dahu", "dahu-small")])
+    overhead, per_rank, log_a, alpha, beta = fit_wall(runs)
+    assert round(overhead, 2) == cost.OVERHEAD_S and round(per_rank, 5) == cost.PER_RANK_S
+    assert float(f"{np.exp(log_a):.3g}") == cost.COEFFICIENT
+    assert (round(alpha, 2), round(beta, 2)) == (cost.N_EXPONENT, cost.RANK_EXPONENT)

@@ -146,6 +146,20 @@ def test_adopt_records_provenance_and_the_command(tmp_path):
     assert doc["provenance"]["command"].endswith("--json nsweep.json") and doc["provenance"]["adopted_from"] == str(src)
 
 
+def test_adopt_keeps_the_provenance_of_a_run_written_by_the_shared_writer(tmp_path):
+    """A benchmark run to a scratch path, then adopted: its commit, date and machine are the
+    run's (a quiet machine), not the adoption's (perhaps a loaded one, another commit)."""
+    run = {"commit": "0" * 40, "modified": [], "date": "2026-01-02T03:04:05+00:00",
+           "machine": {"cpu": "X", "cores": 2, "ram_bytes": 1, "os": "Y", "load_average": [0.1, 0.1, 0.1]},
+           "command": "bench --json scratch.json"}
+    src = tmp_path / "scratch.json"
+    src.write_text(json.dumps({"provenance": run, **_dahu_validation()}))
+    out = tables.adopt(src, tables.DAHU, "bench --json benchmarks/results/x.json", tmp_path)
+    p = json.loads(out.read_text())["provenance"]
+    assert (p["commit"], p["date"], p["machine"]) == (run["commit"], run["date"], run["machine"])
+    assert p["command"] == "bench --json benchmarks/results/x.json" and "note" not in p
+
+
 def test_both_presets_of_one_n_sweep_file_each_with_its_bound(tmp_path):
     """dahu_validation.json holds both presets: dahu's rows say 'within 5 %', dahu-2020's
     'within 3 %' (the issue's bound on the repaired machine's sweep), both cite one file."""

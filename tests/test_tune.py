@@ -352,17 +352,21 @@ def test_the_cost_law_prices_the_long_broadcasts_as_they_run(cost_runs):
 def test_a_sensitivity_table_at_a_smaller_size_when_n_top_is_too_dear(tmp_path, monkeypatch):
     """When what is left of the budget does not pay for the neighbours at N_top (the 2-hour
     Dahu search: 4,756 s needed, 2,253 s left, no table), they run at the largest smaller
-    size it pays for, and the table says which. A stand-in for the simulation: its first
-    run at N_top takes all but 1.1 s of the budget."""
+    size it pays for, and the table says which. A stand-in for the simulation and for the
+    runner's prices (any neighbour at N_top dearer than what is left, any at a smaller size
+    nearly free, whatever the cost law's level): its first run at N_top takes all but 1.1 s
+    of the budget."""
     from hplsim.sweep.tasks import Outcome
     from hplsim.tune import runner
-    from hplsim.hpl.cost import estimate_s
 
     spent, top = [0.0], {}
 
+    def price(c):
+        return 5.0 if c.n == 1920 else 0.01
+
     def dear_top(task, variant):
         c = task.config
-        took = estimate_s(c)
+        took = price(c)
         if c.n == 1920 and not top:  # N_top of this search (its plan's sizes: 256 … 1920)
             top[c] = took = 10.0 - spent[0] - 1.1
         spent[0] += took
@@ -370,6 +374,8 @@ def test_a_sensitivity_table_at_a_smaller_size_when_n_top_is_too_dear(tmp_path, 
         return Outcome(task.hash, "ok", gflops, 2 / 3 * c.n**3 / gflops / 1e9, took, 0)
 
     monkeypatch.setattr(runner, "run_task", dear_top)
+    monkeypatch.setattr(runner, "estimate_s", price)
+    monkeypatch.setattr(runner, "RESERVE_PER_RUN_S", 0.0)
     _model(tmp_path)
     code, out, err = invoke([*TINY, "--seed", "5"], tmp_path)
     assert code == 0, err
