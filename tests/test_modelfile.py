@@ -166,6 +166,15 @@ def test_runtime_picks_the_cpu_of_the_local_rank(tmp_path):
         {"m": 2048, "n": 2048, "k": 128})), rel=3e-3)
 
 
+@pytest.mark.parametrize("coefficient", [0.1, 1 / 3, 7.547639e-09, 2.5e-300, 123456.789])
+def test_runtime_reads_each_number_of_the_table_to_the_bit(coefficient, tmp_path):
+    """The runtime cuts the table into tokens itself (model.c, E76): a noiseless law's draw
+    is its intercept, the very double the table was written from."""
+    model = model_from_dict(doc({"dgemm": {"mean": {"intercept": coefficient}}}))
+    _, draws = _c_draws(model, "dgemm", (8, 8, 8), 3, tmp_path)
+    assert list(draws) == [coefficient] * 3
+
+
 def test_runtime_refuses_an_unknown_host_without_default(tmp_path):
     model = ModelFile(hosts={"a": HostModel(kernels={"dgemm": KernelModel(
         "dgemm", Polynomial.from_mapping(("m", "n", "k"), {"mnk": 1e-10}))})})

@@ -71,8 +71,12 @@ static int lookup_kernel(const char *name)
   return -1;
 }
 
+/* The table is read whole and cut into tokens here: every simulated rank reads it at
+ * start-up, and fscanf's per-call overhead made that a quarter of a 1,024-rank run at
+ * small N (docs/validation.md E76). strtol and strtod are what fscanf's %ld and %lf call,
+ * so the numbers are the same bits. */
 typedef struct {
-  FILE *f;
+  const char *p, *end;
   char *err;
   size_t errlen;
   int failed;
@@ -89,35 +93,90 @@ static void fail(reader *r, const char *fmt, ...)
   r->failed = 1;
 }
 
+static int is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* Skips white space; 0 at the end of the table. */
+static int next_token(reader *r)
+{
+  while (r->p < r->end && is_space(*r->p))
+    r->p++;
+  return r->p < r->end;
+}
+
+/* As fscanf's %Ns with N = len - 1: at most that many characters, the rest left for the
+ * next read. */
 static int read_word(reader *r, char *buf, size_t len)
 {
-  char fmt[16];
-  snprintf(fmt, sizeof fmt, "%%%zus", len - 1);
-  if (fscanf(r->f, fmt, buf) != 1) {
+  if (!next_token(r)) {
     fail(r, "model table ends unexpectedly");
     return -1;
   }
+  size_t n = 0;
+  while (r->p < r->end && !is_space(*r->p) && n < len - 1)
+    buf[n++] = *r->p++;
+  buf[n] = '\0';
   return 0;
 }
 
+/* strtol and strtod stop at the buffer's terminating NUL (read_table adds one). */
 static long read_long(reader *r)
 {
-  long v;
-  if (fscanf(r->f, "%ld", &v) != 1) {
+  char *after = NULL;
+  long v = next_token(r) ? strtol(r->p, &after, 10) : 0;
+  if (!after || after == r->p) {
     fail(r, "model table: expected an integer");
     return -1;
   }
+  r->p = after;
   return v;
 }
 
 static double read_double(reader *r)
 {
-  double v;
-  if (fscanf(r->f, "%lf", &v) != 1) {
+  char *after = NULL;
+  double v = next_token(r) ? strtod(r->p, &after) : 0.0;
+  if (!after || after == r->p) {
     fail(r, "model table: expected a number");
     return 0.0;
   }
+  r->p = after;
   return v;
+}
+
+/* The whole file, NUL-terminated; NULL if it cannot be read. */
+static char *read_table(const char *path, size_t *size)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = NULL;
+  size_t cap = 0, n = 0;
+  for (;;) {
+    if (n + 1 >= cap) {
+      size_t grown = cap ? 2 * cap : 1 << 16;
+      char *more = realloc(buf, grown);
+      if (!more) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = more;
+      cap = grown;
+    }
+    size_t got = fread(buf + n, 1, cap - n - 1, f);
+    n += got;
+    if (got == 0)
+      break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return NULL;
+  }
+  buf[n] = '\0';
+  *size = n;
+  return buf;
 }
 
 static void read_poly(reader *r, poly *p)
@@ -259,11 +318,13 @@ static void read_kernel(reader *r, int keep, kmodel *store, int *has)
 
 int hplsim_model_load(const char *path, const char *host, int local_rank, char *err, size_t errlen)
 {
-  reader r = {fopen(path, "r"), err, errlen, 0};
-  if (!r.f) {
+  size_t size = 0;
+  char *text = read_table(path, &size);
+  if (!text) {
     snprintf(err, errlen, "cannot open model table %s", path);
     return -1;
   }
+  reader r = {text, text + size, err, errlen, 0};
   kmodel fallback[K_NKERNELS] = {{0}};
   int has_fallback[K_NKERNELS] = {0};
   int found_host = 0, found_fallback = 0, cpu_host = 0, cpu_fallback = 0;
@@ -309,7 +370,7 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
     }
     fail(&r, "model table: unexpected word %s", word);
   }
-  fclose(r.f);
+  free(text);
   if (r.failed) {
     for (int k = 0; k < K_NKERNELS; k++)
       free_model(&fallback[k]);
