@@ -323,3 +323,27 @@ def test_a_few_calls_clamped_to_zero_by_their_noise_are_not_a_negative_law():
                          "dscal": {"calls": MIN_CALLS_ZERO_COST, "seconds": 0.0},
                          "idamax": {"calls": 500, "seconds": 1e-4}}}
     assert zero_cost_kernels(split, model, [host]) == ["dscal"]
+
+
+def test_a_short_run_is_sampled_often_enough_whatever_a_sample_costs(monkeypatch):
+    """A 1,024-rank run of 2-3 s took two PSS samples (each costs milliseconds of CPU, and
+    sampling is kept to 1 % of a core), so its memory fell back to the tree's RSS, which
+    counts the ranks' shared code once per rank (818 MB for about 100; E76). In a run's
+    first seconds the monitor samples at least every EARLY_MAX_WAIT_S: here a stand-in
+    process of 2.5 s and samples that cost 50 ms of CPU each (the 1 % rule alone: one)."""
+    from hplsim.emulate import smpirun
+
+    def dear_pss(pid: int) -> int:
+        end = time.thread_time() + 0.05
+        while time.thread_time() < end:
+            pass
+        return 1 << 20
+
+    monkeypatch.setattr(smpirun, "_pss_bytes", dear_pss)
+    proc = subprocess.Popen(["sh", "-c", "sleep 2.5 & wait"])
+    monitor = smpirun._PssMonitor(proc.pid)
+    monitor.start()
+    proc.wait()
+    monitor.stop.set()
+    monitor.join()
+    assert monitor.samples >= 3, monitor.samples

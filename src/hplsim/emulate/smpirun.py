@@ -90,6 +90,12 @@ class _PssMonitor(threading.Thread):
 
     #: sampling may cost at most this share of one core
     MAX_CPU_SHARE = 0.01
+    #: but in a run's first seconds at least one sample per EARLY_MAX_WAIT_S, whatever it
+    #: costs: a 1,024-rank run of 2-3 s (N = 1,024) had two samples, and its figure fell back
+    #: to the tree's RSS, which counts the ranks' shared code once per rank (818 MB for a
+    #: PSS of about 100; docs/validation.md E76)
+    EARLY_S = 3.0
+    EARLY_MAX_WAIT_S = 0.4
 
     def __init__(self, pid: int):
         super().__init__(daemon=True)
@@ -114,7 +120,10 @@ class _PssMonitor(threading.Thread):
             cost = time.thread_time() - cpu
             elapsed = time.monotonic() - start
             schedule = 0.05 if elapsed < 2 else 0.25 if elapsed < 20 else 1.0
-            self.stop.wait(max(schedule, cost / self.MAX_CPU_SHARE))
+            wait = max(schedule, cost / self.MAX_CPU_SHARE)
+            if elapsed < self.EARLY_S:
+                wait = min(wait, self.EARLY_MAX_WAIT_S)
+            self.stop.wait(wait)
 
 
 #: SimGrid's own words for problems of the input, and what they mean; the checks before a
