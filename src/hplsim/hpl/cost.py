@@ -29,18 +29,18 @@ from hplsim.hpl.config import HplConfig
 #: `benchmarks/cost_law.py` (least squares on the logarithm of the wall) on the runs
 #: committed in benchmarks/results/emulation_scaling-{star,dahu,dahu-small}.json, this build
 #: on one core, quiet, 2026-12-06: the star scenario's seven points (4x4 … 32x32, N = 20,000
-#: and 50,000) and the Dahu preset at 1,024 ranks, N = 1,024 to 500,000 (2.76 s … 935 s).
+#: and 50,000) and the Dahu preset at 1,024 ranks, N = 1,024 to 500,000 (2.73 s … 935 s).
 #: tests/test_benchmarks.py checks these constants against that fit. The law before
 #: (3.30e-8 · N^1.14 · (P·Q)^1.38, 0.25 s and 1.75 ms a rank, E72) overpriced the 1,024-rank
 #: runs 1.2-1.6 times once the ranks' code was shared, most at large N.
-COEFFICIENT = 5.25e-8
-N_EXPONENT = 1.10
-RANK_EXPONENT = 1.33
+COEFFICIENT = 3.26e-8
+N_EXPONENT = 1.12
+RANK_EXPONENT = 1.37
 REFERENCE_NB = 128
 #: seconds: smpirun's launch, reading the platform, HPL's set-up
-OVERHEAD_S = 0.18
-#: seconds per rank: creating and starting the simulated ranks (about 1.3 s for 1,024 ranks)
-PER_RANK_S = 0.00124
+OVERHEAD_S = 0.30
+#: seconds per rank: creating and starting the simulated ranks (about 1.2 s for 1,024 ranks)
+PER_RANK_S = 0.00118
 #: HPL's long broadcasts (BCAST 4 long, 5 longM: a spread then a roll along the process
 #: row, Q - 1 steps, each polled by the ranks waiting for it) cost more as Q grows, about
 #: as Q squared: on the Dahu preset (N = 4,096, NB 64, DEPTH 1, SWAP 0; 2026-11-27, one core
@@ -147,7 +147,7 @@ def estimate_text(config: HplConfig) -> str:
     """One run's estimate, as the sweep's dry run lists it.
 
     >>> estimate_text(HplConfig(n=50_000, nb=128, p=32, q=32))
-    'about 5.9 min, 323 MB'
+    'about 6.0 min, 323 MB'
     """
     wall = estimate_s(config)
     shown = f"{wall / 60:.1f} min" if 60 <= wall < 600 else duration_text(wall)
