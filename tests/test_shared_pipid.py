@@ -37,10 +37,3 @@ def test_shared_pivot_moves_give_the_same_run(monkeypatch, swap, u_transposed):
     times = _times(monkeypatch, config)
     assert times["on"] == times["off"], times
 
-
-def test_a_misspelt_switch_is_refused(monkeypatch):
-    monkeypatch.setenv("HPLSIM_SHARED_PIPID", "yes")
-    config = HplConfig(n=400, nb=32, p=2, q=2)
-    platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
-    with pytest.raises(HplsimError, match="HPLSIM_SHARED_PIPID"):
-        predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=1)

@@ -47,9 +47,11 @@ def test_shared_code_gives_the_same_run_in_less_memory(monkeypatch):
     assert saved > 0.5 * config.ranks * _code_bytes(), (saved, _code_bytes())
 
 
-def test_a_misspelt_switch_is_refused(monkeypatch):
-    monkeypatch.setenv("HPLSIM_SHARED_TEXT", "yes")
+@pytest.mark.parametrize("switch", ["HPLSIM_SHARED_TEXT", "HPLSIM_SHARED_PIPID"])
+def test_a_misspelt_sharing_switch_is_refused(monkeypatch, switch):
+    """Each of the runtime's sharing switches (this file's, pipid.c's) takes 'on' or 'off'."""
+    monkeypatch.setenv(switch, "yes")
     config = HplConfig(n=400, nb=32, p=2, q=2)
     platform = load_platform(DEFAULT.platform, DEFAULT.ranks_per_host)
-    with pytest.raises(HplsimError, match="HPLSIM_SHARED_TEXT"):
+    with pytest.raises(HplsimError, match=switch):
         predict(config, platform, ModelSource.from_path(DEFAULT.model), seed=1)
