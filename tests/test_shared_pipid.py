@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
 from hplsim.platform.spec import load_platform
 from hplsim.predict import ModelSource, predict
