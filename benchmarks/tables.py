@@ -325,7 +325,8 @@ def adopt(source: Path, name: str, command: str, folder: Path = RESULTS) -> Path
         p = provenance()
         p.update(command=command, adopted_from=str(source),
                  note="commit, date and machine recorded when the file was adopted, not when it was produced")
-    return write_json(folder / f"{name}.json", {"provenance": p, **doc}, "the adopted results")
+    # `file/preset` names a preset's part of an N-sweep file: the file is what is written
+    return write_json(folder / f"{name.partition('/')[0]}.json", {"provenance": p, **doc}, "the adopted results")
 
 
 def main(argv: list[str] | None = None) -> int:
