@@ -203,3 +203,13 @@ def test_the_star_table_renders_the_scaling_file(tmp_path):
     assert "| 50,000 | 4×4 | modelled | 0.60 | 24.0 | 437.5 | 20,000 | 30.0 | 500.0 | 32.00× |" in text
     assert "One run each [1]." in text and "pending" not in text
     assert tables.render_table("star", tables.Results(tmp_path / "none")).startswith("pending (")
+
+
+def test_adopt_writes_a_presets_part_to_its_file(tmp_path):
+    """`dahu_validation-2020/dahu-2020` names that preset's part of an N-sweep file: adopt
+    writes the file (dahu_validation-2020.json), not a folder of that name."""
+    src = tmp_path / "nsweep.json"
+    src.write_text(json.dumps(_dahu_validation(("dahu-2020",))))
+    out = tables.adopt(src, tables.DAHU_2020, "bench --json x.json", tmp_path)
+    assert out == tmp_path / "dahu_validation-2020.json"
+    assert tables.Results(tmp_path).get(tables.DAHU_2020) is not None
