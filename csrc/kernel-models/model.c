@@ -1,10 +1,12 @@
 #include "model.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_TERMS 64
 #define MAX_COMPONENTS 16
@@ -93,12 +95,10 @@ static void fail(reader *r, const char *fmt, ...)
   r->failed = 1;
 }
 
-static int is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
 /* Skips white space; 0 at the end of the table. */
 static int next_token(reader *r)
 {
-  while (r->p < r->end && is_space(*r->p))
+  while (r->p < r->end && isspace((unsigned char)*r->p))
     r->p++;
   return r->p < r->end;
 }
@@ -112,7 +112,7 @@ static int read_word(reader *r, char *buf, size_t len)
     return -1;
   }
   size_t n = 0;
-  while (r->p < r->end && !is_space(*r->p) && n < len - 1)
+  while (r->p < r->end && !isspace((unsigned char)*r->p) && n < len - 1)
     buf[n++] = *r->p++;
   buf[n] = '\0';
   return 0;
@@ -147,35 +147,20 @@ static double read_double(reader *r)
 static char *read_table(const char *path, size_t *size)
 {
   FILE *f = fopen(path, "rb");
+  struct stat st;
   if (!f)
     return NULL;
-  char *buf = NULL;
-  size_t cap = 0, n = 0;
-  for (;;) {
-    if (n + 1 >= cap) {
-      size_t grown = cap ? 2 * cap : 1 << 16;
-      char *more = realloc(buf, grown);
-      if (!more) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = more;
-      cap = grown;
-    }
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0)
-      break;
-  }
-  int bad = ferror(f);
+  char *buf = fstat(fileno(f), &st) == 0 ? malloc((size_t)st.st_size + 1) : NULL;
+  size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
   fclose(f);
-  if (bad) {
+  if (buf && n != (size_t)st.st_size) {
     free(buf);
-    return NULL;
+    buf = NULL;
   }
-  buf[n] = '\0';
-  *size = n;
+  if (buf) {
+    buf[n] = '\0';
+    *size = n;
+  }
   return buf;
 }
 
