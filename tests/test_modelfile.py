@@ -185,6 +185,25 @@ def test_runtime_refuses_an_unknown_host_without_default(tmp_path):
     assert out.returncode != 0 and "host b is not in the model" in out.stderr
 
 
+@pytest.mark.parametrize("order", [("a", "host", "end", "b"), ("b", "end", "host", "a")])
+def test_runtime_finds_its_host_wherever_its_block_is(order, tmp_path):
+    """A rank parses only its host's block and the default (model.c passes over the others
+    by their `host` keyword, E77): each host, even one named after a keyword of the table,
+    still draws its own law, first, in the middle or last, and an unknown host the
+    default's."""
+    law = {name: 1e-6 * (i + 1) for i, name in enumerate(sorted(order))}
+    model = ModelFile(
+        default=HostModel(kernels={"dgemm": KernelModel("dgemm", Polynomial.from_mapping(("m", "n", "k"), {"1": 5e-3}))}),
+        hosts={h: HostModel(kernels={"dgemm": KernelModel(
+            "dgemm", Polynomial.from_mapping(("m", "n", "k"), {"1": law[h]}))}) for h in order})
+    table = tmp_path / "t.table"
+    write_runtime_table(model, list(order), table)
+    for host, expected in [*law.items(), ("elsewhere", 5e-3)]:
+        out = subprocess.run([str(sampler_binary()), str(table), host, "0", "1", "0", "dgemm", "1", "1", "1", "1"],
+                             capture_output=True, text=True, check=True)
+        assert [float(v) for v in out.stdout.split()[2:]] == [expected], host
+
+
 # ----------------------------------------------------------------------- pieces
 
 WIDE_TALL = {"dgemm": {

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memmem */
 #include "model.h"
 
 #include <ctype.h>
@@ -141,6 +142,28 @@ static double read_double(reader *r)
   }
   r->p = after;
   return v;
+}
+
+/* Moves the reader to the next keyword `word` (a whole token) and returns 0, or -1 if
+ * there is none. Used to pass over other hosts' blocks without parsing them: every
+ * simulated rank loads the table, and at 1,024 ranks parsing all 32 hosts' records in
+ * each rank was a tenth of a small run's wall (docs/validation.md E77). Only the
+ * keywords can be these tokens inside a block (kernel names are HPL's, the rest are
+ * numbers and the tags `piece` and `comp`), so a match is the keyword. */
+static int skip_to(reader *r, const char *word)
+{
+  size_t len = strlen(word);
+  const char *q = r->p;
+  while (q < r->end && (q = memmem(q, (size_t)(r->end - q), word, len)) != NULL) {
+    int starts = q == r->p || isspace((unsigned char)q[-1]);
+    int ends = q + len == r->end || isspace((unsigned char)q[len]);
+    if (starts && ends) {
+      r->p = q;
+      return 0;
+    }
+    q += 1;
+  }
+  return -1;
 }
 
 /* The whole file, NUL-terminated; NULL if it cannot be read. */
@@ -320,9 +343,14 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
   long version = read_long(&r);
   if (!r.failed && version != TABLE_VERSION)
     fail(&r, "model table %s has version %ld, this runtime reads %d", path, version, TABLE_VERSION);
-  int in_block = 0; /* 1: my host, 2: fallback, 0: another host */
+  int in_block = 3; /* 1: my host, 2: fallback, 0: another host, 3: before the first */
   int my_index = 0;
   while (!r.failed) {
+    /* Another host's records: on to the next host, or to the table's end. */
+    if (in_block == 0 && skip_to(&r, "host") != 0 && skip_to(&r, "end") != 0) {
+      fail(&r, "model table ends unexpectedly");
+      break;
+    }
     if (read_word(&r, word, sizeof word) < 0)
       break;
     if (strcmp(word, "end") == 0)
