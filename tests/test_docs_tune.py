@@ -32,13 +32,15 @@ def test_the_pages_dahu_plans_are_the_plans(budget, sizes):
     """docs/tune.md says at which sizes the Dahu plans screen and end: the plans --plan prints."""
     page = " ".join((REPO / "docs" / "tune.md").read_text().split())
     first, top = sizes
-    assert f"`--budget {budget}` the plan screens at N = {first}" in page
-    assert f"N_top = {top}" in page
+    said = re.search(rf"`--budget {budget}` the plan screens (?:(\d+) configurations )?at N = {first}", page)
+    assert said and f"N_top = {top}" in page
     result = run_cli("tune", "--preset", "dahu", "--memory-per-node", "192GB", "--budget", budget, "--seed", "1",
                      "--plan", "--json")
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)["plan"]
     assert plan["sizes"][0] == int(first.replace(",", "")) and plan["sizes"][-1] == int(top.replace(",", ""))
+    if said[1]:
+        assert len(plan["first_rung"]) == int(said[1])
 
 
 @pytest.mark.slow

@@ -24,23 +24,24 @@ from __future__ import annotations
 
 from hplsim.hpl.config import HplConfig
 
-#: Refitted after the ranks' code was shared and the model table parsed without fscanf (lab
-#: notebook E75, E76; before them E70, E72), all five terms at once by
-#: `benchmarks/cost_law.py` (least squares on the logarithm of the wall) on the runs
-#: committed in benchmarks/results/emulation_scaling-{star,dahu,dahu-small}.json, this build
-#: on one core, quiet, 2026-12-06: the star scenario's seven points (4x4 … 32x32, N = 20,000
-#: and 50,000) and the Dahu preset at 1,024 ranks, N = 1,024 to 500,000 (2.73 s … 935 s).
-#: tests/test_benchmarks.py checks these constants against that fit. The law before
-#: (3.30e-8 · N^1.14 · (P·Q)^1.38, 0.25 s and 1.75 ms a rank, E72) overpriced the 1,024-rank
-#: runs 1.2-1.6 times once the ranks' code was shared, most at large N.
-COEFFICIENT = 3.26e-8
-N_EXPONENT = 1.12
-RANK_EXPONENT = 1.37
+#: Refitted after each rank parsed only its own host's part of the model table (lab notebook
+#: E77; before it E75, E76, E70, E72), all five terms at once by `benchmarks/cost_law.py`
+#: (least squares on the logarithm of the wall) on the runs committed in
+#: benchmarks/results/emulation_scaling-{star,dahu,dahu-small}.json, on one core, quiet,
+#: 2026-12-06: the star scenario's seven points (4x4 … 32x32, N = 20,000 and 50,000) and the
+#: Dahu preset at 1,024 ranks, N = 1,024 to 500,000 (2.14 s … 935 s; the four large Dahu
+#: sizes are E75's, a start-up change does not move them). tests/test_benchmarks.py checks
+#: these constants against that fit. The law before (3.26e-8 · N^1.12 · (P·Q)^1.37, 0.30 s
+#: and 1.18 ms a rank, E76) overpriced the small 1,024-rank runs by a third once a rank no
+#: longer parsed the whole table.
+COEFFICIENT = 6.16e-8
+N_EXPONENT = 1.11
+RANK_EXPONENT = 1.29
 REFERENCE_NB = 128
 #: seconds: smpirun's launch, reading the platform, HPL's set-up
-OVERHEAD_S = 0.30
-#: seconds per rank: creating and starting the simulated ranks (about 1.2 s for 1,024 ranks)
-PER_RANK_S = 0.00118
+OVERHEAD_S = 0.19
+#: seconds per rank: creating and starting the simulated ranks (about 0.7 s for 1,024 ranks)
+PER_RANK_S = 0.00070
 #: HPL's long broadcasts (BCAST 4 long, 5 longM: a spread then a roll along the process
 #: row, Q - 1 steps, each polled by the ranks waiting for it) cost more as Q grows, about
 #: as Q squared: on the Dahu preset (N = 4,096, NB 64, DEPTH 1, SWAP 0; 2026-11-27, one core
