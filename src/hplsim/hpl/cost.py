@@ -148,7 +148,7 @@ def estimate_text(config: HplConfig) -> str:
     """One run's estimate, as the sweep's dry run lists it.
 
     >>> estimate_text(HplConfig(n=50_000, nb=128, p=32, q=32))
-    'about 6.0 min, 323 MB'
+    'about 5.9 min, 323 MB'
     """
     wall = estimate_s(config)
     shown = f"{wall / 60:.1f} min" if 60 <= wall < 600 else duration_text(wall)
