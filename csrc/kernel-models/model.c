@@ -343,7 +343,7 @@ int hplsim_model_load(const char *path, const char *host, int local_rank, char *
   long version = read_long(&r);
   if (!r.failed && version != TABLE_VERSION)
     fail(&r, "model table %s has version %ld, this runtime reads %d", path, version, TABLE_VERSION);
-  int in_block = 3; /* 1: my host, 2: fallback, 0: another host, 3: before the first */
+  int in_block = 0; /* 1: my host, 2: fallback, 0: another host (or none yet) */
   int my_index = 0;
   while (!r.failed) {
     /* Another host's records: on to the next host, or to the table's end. */
