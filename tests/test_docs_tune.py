@@ -27,7 +27,7 @@ def test_tune_doc_examples_run(tmp_path):
     assert f"estimated {estimate.replace(',', '')} s of the 7200 s budget" in planned.stdout
 
 
-@pytest.mark.parametrize("budget, sizes", [("20m", ("1,736", "13,912")), ("2h", ("8,296", "66,384"))])
+@pytest.mark.parametrize("budget, sizes", [("20m", ("4,096", "13,912")), ("2h", ("8,296", "66,384"))])
 def test_the_pages_dahu_plans_are_the_plans(budget, sizes):
     """docs/tune.md says at which sizes the Dahu plans screen and end: the plans --plan prints."""
     page = " ".join((REPO / "docs" / "tune.md").read_text().split())

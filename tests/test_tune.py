@@ -263,6 +263,30 @@ def test_the_first_rung_keeps_what_the_budget_pays_for_at_the_runners_prices():
     assert [p["i"] for p in _affordable(points, lambda p: cost[p["i"]], 100.0, limit=3)] == [0, 1, 2]
 
 
+def test_no_size_is_below_one_block_per_process_row_and_column_of_the_anchors_grid():
+    """Below N = NB x max(P, Q) of the anchor some of its own ranks hold no part of the matrix
+    and a screening ranks grids by latency (T2: 4x256 kept at N = 568-2,272, beaten by 21.6 %
+    at 4,544). Dahu's 20-minute plan screened at 1,736 before the floor; now its sizes go
+    from 4,096 to the same N_top in equal ratios, and coinciding sizes are priced once (their
+    runs come from the store)."""
+    from hplsim.tune.search import _screen_cost, floor_n, make_plan, rung_sizes
+
+    anchor = HplConfig(n=772_992, nb=128, p=32, q=32)
+    space = make_space(1024, anchor, (64, 128, 256), None)
+    assert floor_n(space, anchor) == 4096
+    assert floor_n(space, HplConfig(n=772_992, nb=64, p=4, q=256)) == 64 * 256
+    assert floor_n(space, HplConfig(n=772_992, nb=64, p=2, q=2)) == 2 * 256  # two blocks of the largest NB
+    for budget in (600, 1200, 7200, 36_000):
+        plan = make_plan(space, anchor.n, budget, anchor)
+        assert plan is not None and min(plan.sizes) >= 4096, (budget, plan)
+        assert list(plan.sizes) == sorted(plan.sizes) and plan.estimate_s <= budget
+    twenty = make_plan(space, anchor.n, 1200, anchor)
+    assert twenty.sizes[0] == 4096 < twenty.sizes[1]
+    # at the floor the four sizes coincide: one screening, priced once
+    assert rung_sizes(4096, 4096) == (4096,) * 4
+    assert _screen_cost(27, (4096,) * 4, anchor) == 27 * _screen_cost(1, (4096,), anchor)
+
+
 # ------------------------------------------------------------- the cost law against runs
 # The law (hplsim.hpl.cost) multiplies its growth law by a factor for the spread-roll swaps
 # and the long broadcasts. Those factors are checked here against simulations timed in the

@@ -4,7 +4,8 @@ also the sensitivity table, and a final stage that gives the recommendation its 
 1. Screening (successive halving, Jamieson & Talwalkar 2016; Hyperband's inner loop): m0
    configurations, every process grid equally represented and the rest drawn at random
    (seeded), plus the preset's own configuration, are simulated at N_top/8; the best third
-   goes on to N_top/4, its best third to N_top/2, its best third to N_top. Cheap small runs
+   goes on to N_top/4, its best third to N_top/2, its best third to N_top (from the smallest
+   size searched instead of N_top/8 when that is below it: `floor_n`). Cheap small runs
    eliminate the clearly bad; the expensive sizes are spent on the few that remain.
 2. Refinement and sensitivity: around the winner at N_top, every other value of each
    parameter one at a time (NB and the grid: the neighbouring values). The best of these
@@ -74,14 +75,26 @@ def _round(n: float) -> int:
 
 
 def rung_sizes(n_top: int, floor: int) -> tuple[int, ...]:
-    """N_top/8, /4, /2, N_top, none below `floor` (two blocks of the largest NB, so that every
-    configuration runs at every size; with a small budget the first sizes coincide, and the
-    halving goes on on the same runs, reused from the store)."""
-    return tuple(max(floor, _round(n_top / 2 ** (RUNGS - 1 - r))) for r in range(RUNGS))
+    """RUNGS sizes in equal ratios from N_top/8 to N_top (/8, /4, /2, N_top), or from `floor`
+    when N_top/8 is below it; with a small budget (N_top at the floor) they coincide, and the
+    halving goes on on the same runs, reused from the store.
+
+    >>> rung_sizes(66_384, 4_096), rung_sizes(13_912, 4_096), rung_sizes(4_096, 4_096)
+    ((8296, 16592, 33192, 66384), (4096, 6152, 9248, 13912), (4096, 4096, 4096, 4096))
+    """
+    first = max(floor, n_top / 2 ** (RUNGS - 1))
+    ratio = (n_top / first) ** (1 / (RUNGS - 1)) if n_top > first else 1.0
+    return tuple(max(floor, _round(first * ratio ** r)) for r in range(RUNGS - 1)) + (max(floor, _round(n_top)),)
 
 
-def floor_n(space: Space) -> int:
-    return _round(2 * max(space.nbs))
+def floor_n(space: Space, anchor: HplConfig) -> int:
+    """The smallest size searched: two blocks of the space's largest NB (every configuration
+    runs at every size), and at least one block of the anchor's NB for each process row and
+    column of the anchor's grid. Below that some of the anchor's own ranks hold no part of
+    the matrix, and a screening there ranks the grids by latency: at N = 568–2,272 on 1,024
+    ranks it kept 4x256, which lost to 8x128 by 21.6 % at 4,544 (docs/validation-records.md,
+    tune's note T2)."""
+    return _round(max(2 * max(space.nbs), anchor.nb * max(anchor.p, anchor.q)))
 
 
 def neighbours(space: Space, point: dict) -> list[tuple[str, dict]]:
@@ -106,10 +119,11 @@ def _run_cost(c: HplConfig) -> float:
 
 
 def _screen_cost(m0: int, sizes: tuple[int, ...], ref: HplConfig) -> float:
-    total, m = 0.0, m0
+    """A rung at the size of the one before it runs nothing: its points' runs are in the store."""
+    total, m, before = 0.0, m0, None
     for n in sizes:
-        total += m * estimate_s(_at(ref, n))
-        m = max(1, math.ceil(m / ETA))
+        total += m * estimate_s(_at(ref, n)) if n != before else 0.0
+        m, before = max(1, math.ceil(m / ETA)), n
     return total
 
 
@@ -141,7 +155,7 @@ def make_plan(space: Space, n_final: int, budget_s: float, ref: HplConfig) -> Pl
     per grid fits in the rest; then as many screened configurations as the rest pays for."""
     minimum = min(space.size, MIN_SCREENED_PER_GRID * len(space.grids))
     n_top = _round(n_final)
-    smallest = floor_n(space)
+    smallest = floor_n(space, ref)
     n_top = max(n_top, smallest)
     while True:
         sizes = rung_sizes(n_top, smallest)
@@ -211,7 +225,7 @@ def checked_plan(space: Space, n_plan: int, budget_s: float, anchor: HplConfig) 
     """The plan, or one error saying what budget the smallest useful search needs."""
     plan = make_plan(space, n_plan, budget_s, anchor)
     if plan is None:
-        smallest = rung_sizes(floor_n(space), floor_n(space))
+        smallest = rung_sizes(floor_n(space, anchor), floor_n(space, anchor))
         need = _late_cost(space, smallest, anchor) / LATE_SHARE
         raise HplsimError(f"the budget ({budget_s:.0f} s) is too small for the smallest useful search on "
                           f"{anchor.ranks} ranks (about {need:.0f} s: N up to {smallest[-1]}); "
