@@ -273,9 +273,14 @@ def test_no_size_is_below_one_block_per_process_row_and_column_of_the_anchors_gr
 
     anchor = HplConfig(n=772_992, nb=128, p=32, q=32)
     space = make_space(1024, anchor, (64, 128, 256), None)
-    assert floor_n(space, anchor) == 4096
-    assert floor_n(space, HplConfig(n=772_992, nb=64, p=4, q=256)) == 64 * 256
-    assert floor_n(space, HplConfig(n=772_992, nb=64, p=2, q=2)) == 2 * 256  # two blocks of the largest NB
+    assert floor_n(space, anchor, anchor.n) == 4096
+    assert floor_n(space, HplConfig(n=772_992, nb=64, p=4, q=256), 772_992) == 64 * 256
+    assert floor_n(space, HplConfig(n=772_992, nb=64, p=2, q=2), 772_992) == 2 * 256  # two blocks of the largest NB
+    # never above the final N the user fixed (-N 2000: the search had run at 4,096), never
+    # below two blocks of the largest NB
+    assert floor_n(space, anchor, 2000) == 2000 and floor_n(space, anchor, 300) == 512
+    small = make_plan(space, 2000, 1200, anchor)
+    assert small is not None and max(small.sizes) == 2000
     for budget in (600, 1200, 7200, 36_000):
         plan = make_plan(space, anchor.n, budget, anchor)
         assert plan is not None and min(plan.sizes) >= 4096, (budget, plan)

@@ -87,14 +87,15 @@ def rung_sizes(n_top: int, floor: int) -> tuple[int, ...]:
     return tuple(max(floor, _round(first * ratio ** r)) for r in range(RUNGS - 1)) + (max(floor, _round(n_top)),)
 
 
-def floor_n(space: Space, anchor: HplConfig) -> int:
+def floor_n(space: Space, anchor: HplConfig, n_final: int) -> int:
     """The smallest size searched: two blocks of the space's largest NB (every configuration
     runs at every size), and at least one block of the anchor's NB for each process row and
-    column of the anchor's grid. Below that some of the anchor's own ranks hold no part of
-    the matrix, and a screening there ranks the grids by latency: at N = 568–2,272 on 1,024
-    ranks it kept 4x256, which lost to 8x128 by 21.6 % at 4,544 (docs/validation-records.md,
-    tune's note T2)."""
-    return _round(max(2 * max(space.nbs), anchor.nb * max(anchor.p, anchor.q)))
+    column of the anchor's grid, unless the final N itself is smaller. Below that some of the
+    anchor's own ranks hold no part of the matrix, and a screening there ranks the grids by
+    latency: at N = 568–2,272 on 1,024 ranks it kept 4x256, which lost to 8x128 by 21.6 % at
+    4,544 (docs/validation-records.md, tune's note T2)."""
+    blocks = _round(2 * max(space.nbs))
+    return max(blocks, min(_round(anchor.nb * max(anchor.p, anchor.q)), _round(n_final)))
 
 
 def neighbours(space: Space, point: dict) -> list[tuple[str, dict]]:
@@ -155,7 +156,7 @@ def make_plan(space: Space, n_final: int, budget_s: float, ref: HplConfig) -> Pl
     per grid fits in the rest; then as many screened configurations as the rest pays for."""
     minimum = min(space.size, MIN_SCREENED_PER_GRID * len(space.grids))
     n_top = _round(n_final)
-    smallest = floor_n(space, ref)
+    smallest = floor_n(space, ref, n_final)
     n_top = max(n_top, smallest)
     while True:
         sizes = rung_sizes(n_top, smallest)
@@ -225,7 +226,8 @@ def checked_plan(space: Space, n_plan: int, budget_s: float, anchor: HplConfig) 
     """The plan, or one error saying what budget the smallest useful search needs."""
     plan = make_plan(space, n_plan, budget_s, anchor)
     if plan is None:
-        smallest = rung_sizes(floor_n(space, anchor), floor_n(space, anchor))
+        floor = floor_n(space, anchor, n_plan)
+        smallest = rung_sizes(floor, floor)
         need = _late_cost(space, smallest, anchor) / LATE_SHARE
         raise HplsimError(f"the budget ({budget_s:.0f} s) is too small for the smallest useful search on "
                           f"{anchor.ranks} ranks (about {need:.0f} s: N up to {smallest[-1]}); "
