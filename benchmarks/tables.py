@@ -194,10 +194,10 @@ def trust(res: Results) -> list[str]:
     sweep_2020 = DAHU_2020 if res.get(DAHU_2020) or not res.get(f"{DAHU}/dahu-2020") else f"{DAHU}/dahu-2020"
     rows = [
         ["Gflops of one configuration (1,024 ranks)", _one_configuration(res, DAHU), dahu,
-         "`docs/validation.md` E53, E67"],
+         "`docs/validation.md` E53, E67, E83"],
         ["Gflops of one configuration (1,024 ranks)", _one_configuration(res, sweep_2020), jan + ", its 'good' N-sweep",
          "`docs/presets.md`, `docs/validation.md` E58, E82"],
-        ["The trend in N", _trend(res, DAHU), dahu, "`docs/validation.md` E38, E53"],
+        ["The trend in N", _trend(res, DAHU), dahu, "`docs/validation.md` E38, E53, E83"],
         ["The trend in N", _trend(res, sweep_2020), jan + ", its 'good' N-sweep", "`docs/validation.md` E58, E82"],
         ["Ranking BCAST / DEPTH / SWAP (the factorial's 36 configurations, N = 250,000)", _factorial(res), jan,
          "`docs/validation.md` E54–E66, E69, E71, E79"],
