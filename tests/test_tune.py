@@ -393,7 +393,7 @@ def test_a_sensitivity_table_at_a_smaller_size_when_n_top_is_too_dear(tmp_path, 
     nearly free, whatever the cost law's level): its first run at N_top takes all but 1.1 s
     of the budget."""
     from hplsim.sweep.tasks import Outcome
-    from hplsim.tune import runner, search
+    from hplsim.tune import runner
 
     spent, top = [0.0], {}
 
@@ -411,11 +411,7 @@ def test_a_sensitivity_table_at_a_smaller_size_when_n_top_is_too_dear(tmp_path, 
 
     monkeypatch.setattr(runner, "run_task", dear_top)
     monkeypatch.setattr(runner, "estimate_s", price)
-    # search.py holds its own copy of the reserve, bound when it is first imported: patched
-    # here too (imported first), or a search module imported under this patch kept 0.0 for
-    # the rest of the process (the next test's table then came out whole)
     monkeypatch.setattr(runner, "RESERVE_PER_RUN_S", 0.0)
-    monkeypatch.setattr(search, "RESERVE_PER_RUN_S", 0.0)
     _model(tmp_path)
     code, out, err = invoke([*TINY, "--seed", "5"], tmp_path)
     assert code == 0, err

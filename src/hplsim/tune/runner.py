@@ -42,6 +42,12 @@ class Result:
     time_s: float
 
 
+def run_charge(config: HplConfig) -> float:
+    """What a run is set against the budget before it starts: its estimated simulation time
+    and the reserve for its set-up and kill (the plan prices the first rung with it too)."""
+    return estimate_s(config) + RESERVE_PER_RUN_S
+
+
 @dataclass
 class Runner:
     variant: Variant
@@ -66,10 +72,9 @@ class Runner:
         return Task(config, seed, 0, key, config_hash(key), timeout)
 
     def charge(self, runs: Sequence[tuple[HplConfig, int]]) -> float:
-        """What `run` sets against the budget before starting `runs`: the estimated time of
-        those the store does not hold yet, and each one's reserve for its set-up and kill."""
-        todo = self._missing(runs)
-        return sum(estimate_s(c) for c, _ in todo) + RESERVE_PER_RUN_S * len(todo)
+        """What `run` sets against the budget before starting `runs`: the charge of each of
+        those the store does not hold yet."""
+        return sum(run_charge(c) for c, _ in self._missing(runs))
 
     @property
     def left_s(self) -> float:

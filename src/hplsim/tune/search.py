@@ -32,7 +32,7 @@ from hplsim.tune.constraints import SEARCHED, Space
 from hplsim.hpl.cost import estimate_s
 from hplsim.models.intervals import Interval, combine, model_rsd, t_half, z_half
 from hplsim.tune.law import Law, compute_coefficients, fit_law
-from hplsim.tune.runner import RESERVE_PER_RUN_S, BudgetSpent, Runner
+from hplsim.tune.runner import BudgetSpent, Runner, run_charge
 
 ETA = 3  # successive halving keeps the best 1/ETA at each size
 #: ordered parameters along which the refinement keeps stepping while Gflops improves
@@ -111,12 +111,6 @@ def neighbours(space: Space, point: dict) -> list[tuple[str, dict]]:
             else [v for v in values if v != point[name]]
         out += [(name, {**point, name: v}) for v in others]
     return out
-
-
-def _run_cost(c: HplConfig) -> float:
-    """What the runner charges a run against the budget before starting it: its estimated
-    simulation time and the reserve for its set-up (runner.py)."""
-    return estimate_s(c) + RESERVE_PER_RUN_S
 
 
 def _screen_cost(m0: int, sizes: tuple[int, ...], ref: HplConfig) -> float:
@@ -269,7 +263,7 @@ def _later_s(space: Space, sizes: tuple[int, ...], m0: int, ref: HplConfig) -> f
 def _first_cost(space: Space, point: dict, n: int) -> float:
     """What the runner charges for `point` at the first rung (nothing when its NB is over N:
     it does not run there)."""
-    return _run_cost(space.config(point, n)) if point["nb"] <= n else 0.0
+    return run_charge(space.config(point, n)) if point["nb"] <= n else 0.0
 
 
 def describe_plan(space: Space, plan: Plan, anchor_config: HplConfig, seed: int, budget_s: float) -> dict:
