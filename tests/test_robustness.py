@@ -347,3 +347,26 @@ def test_a_short_run_is_sampled_often_enough_whatever_a_sample_costs(monkeypatch
     monitor.stop.set()
     monitor.join()
     assert monitor.samples >= 3, monitor.samples
+
+
+def test_a_run_of_half_a_second_is_sampled_at_least_three_times(monkeypatch):
+    """A 64-rank run of 0.5 s (tests/test_mechanisms.py's folded panels on a quiet machine)
+    took two samples of a few milliseconds each, 0.4 s apart under the 1 % rule, and its
+    memory fell back to the RSS: 192 MB for a PSS of 42. Here a stand-in process of 0.5 s
+    and samples of 4 ms of CPU."""
+    from hplsim.emulate import smpirun
+
+    def pss(pid: int) -> int:
+        end = time.thread_time() + 0.004
+        while time.thread_time() < end:
+            pass
+        return 1 << 20
+
+    monkeypatch.setattr(smpirun, "_pss_bytes", pss)
+    proc = subprocess.Popen(["sh", "-c", "sleep 0.5 & wait"])
+    monitor = smpirun._PssMonitor(proc.pid)
+    monitor.start()
+    proc.wait()
+    monitor.stop.set()
+    monitor.join()
+    assert monitor.samples >= 3, monitor.samples
