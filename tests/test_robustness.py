@@ -325,28 +325,35 @@ def test_a_few_calls_clamped_to_zero_by_their_noise_are_not_a_negative_law():
     assert zero_cost_kernels(split, model, [host]) == ["dscal"]
 
 
+def _samples_taken(monkeypatch, run_s: float, sample_cpu_s: float) -> int:
+    """How many PSS samples the monitor takes of a stand-in process of `run_s` seconds when
+    each sample costs `sample_cpu_s` of CPU."""
+    from hplsim.emulate import smpirun
+
+    def pss(pid: int) -> int:
+        end = time.thread_time() + sample_cpu_s
+        while time.thread_time() < end:
+            pass
+        return 1 << 20
+
+    monkeypatch.setattr(smpirun, "_pss_bytes", pss)
+    proc = subprocess.Popen(["sh", "-c", f"sleep {run_s} & wait"])
+    monitor = smpirun._PssMonitor(proc.pid)
+    monitor.start()
+    proc.wait()
+    monitor.stop.set()
+    monitor.join()
+    return monitor.samples
+
+
 def test_a_short_run_is_sampled_often_enough_whatever_a_sample_costs(monkeypatch):
     """A 1,024-rank run of 2-3 s took two PSS samples (each costs milliseconds of CPU, and
     sampling is kept to 1 % of a core), so its memory fell back to the tree's RSS, which
     counts the ranks' shared code once per rank (818 MB for about 100; E76). In a run's
     first seconds the monitor samples at least every EARLY_MAX_WAIT_S: here a stand-in
     process of 2.5 s and samples that cost 50 ms of CPU each (the 1 % rule alone: one)."""
-    from hplsim.emulate import smpirun
-
-    def dear_pss(pid: int) -> int:
-        end = time.thread_time() + 0.05
-        while time.thread_time() < end:
-            pass
-        return 1 << 20
-
-    monkeypatch.setattr(smpirun, "_pss_bytes", dear_pss)
-    proc = subprocess.Popen(["sh", "-c", "sleep 2.5 & wait"])
-    monitor = smpirun._PssMonitor(proc.pid)
-    monitor.start()
-    proc.wait()
-    monitor.stop.set()
-    monitor.join()
-    assert monitor.samples >= 3, monitor.samples
+    samples = _samples_taken(monkeypatch, run_s=2.5, sample_cpu_s=0.05)
+    assert samples >= 3, samples
 
 
 def test_a_run_of_half_a_second_is_sampled_at_least_three_times(monkeypatch):
@@ -354,19 +361,5 @@ def test_a_run_of_half_a_second_is_sampled_at_least_three_times(monkeypatch):
     took two samples of a few milliseconds each, 0.4 s apart under the 1 % rule, and its
     memory fell back to the RSS: 192 MB for a PSS of 42. Here a stand-in process of 0.5 s
     and samples of 4 ms of CPU."""
-    from hplsim.emulate import smpirun
-
-    def pss(pid: int) -> int:
-        end = time.thread_time() + 0.004
-        while time.thread_time() < end:
-            pass
-        return 1 << 20
-
-    monkeypatch.setattr(smpirun, "_pss_bytes", pss)
-    proc = subprocess.Popen(["sh", "-c", "sleep 0.5 & wait"])
-    monitor = smpirun._PssMonitor(proc.pid)
-    monitor.start()
-    proc.wait()
-    monitor.stop.set()
-    monitor.join()
-    assert monitor.samples >= 3, monitor.samples
+    samples = _samples_taken(monkeypatch, run_s=0.5, sample_cpu_s=0.004)
+    assert samples >= 3, samples
