@@ -28,20 +28,21 @@ from hplsim.hpl.config import HplConfig
 #: E77; before it E75, E76, E70, E72), all five terms at once by `benchmarks/cost_law.py`
 #: (least squares on the logarithm of the wall) on the runs committed in
 #: benchmarks/results/emulation_scaling-{star,dahu,dahu-small}.json, on one core, quiet,
-#: 2026-12-06: the star scenario's seven points (4x4 … 32x32, N = 20,000 and 50,000) and the
+#: 2026-12-06 (the star runs again after the memory sampler's fix, load 0.6): the star
+#: scenario's seven points (4x4 … 32x32, N = 20,000 and 50,000) and the
 #: Dahu preset at 1,024 ranks, N = 1,024 to 500,000 (2.14 s … 935 s; the four large Dahu
 #: sizes are E75's, a start-up change does not move them). tests/test_benchmarks.py checks
 #: these constants against that fit. The law before (3.26e-8 · N^1.12 · (P·Q)^1.37, 0.30 s
 #: and 1.18 ms a rank, E76) overpriced the small 1,024-rank runs by a third once a rank no
 #: longer parsed the whole table.
-COEFFICIENT = 6.16e-8
-N_EXPONENT = 1.11
-RANK_EXPONENT = 1.29
+COEFFICIENT = 3.92e-8
+N_EXPONENT = 1.12
+RANK_EXPONENT = 1.34
 REFERENCE_NB = 128
 #: seconds: smpirun's launch, reading the platform, HPL's set-up
-OVERHEAD_S = 0.19
+OVERHEAD_S = 0.23
 #: seconds per rank: creating and starting the simulated ranks (about 0.7 s for 1,024 ranks)
-PER_RANK_S = 0.00070
+PER_RANK_S = 0.00066
 #: HPL's long broadcasts (BCAST 4 long, 5 longM: a spread then a roll along the process
 #: row, Q - 1 steps, each polled by the ranks waiting for it) cost more as Q grows, about
 #: as Q squared: on the Dahu preset (N = 4,096, NB 64, DEPTH 1, SWAP 0; 2026-11-27, one core
