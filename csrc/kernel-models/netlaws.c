@@ -19,13 +19,22 @@
  *   below the size (SimGrid sorts the pieces; a size at or below the first breakpoint
  *   takes the first piece).
  * Contention with other flows is what this leaves out; the exchanges it prices are a few
- * kB each (docs/predict.md, "Modelled exchanges"). */
+ * kB each (docs/predict.md, "Modelled exchanges").
+ *
+ * Per-route factors: SimGrid 3.32's smpi/lat-factor and smpi/bw-factor are one law for every
+ * route. A platform whose root zone has the properties hplsim/lat-factor and
+ * hplsim/bw-factor (between two hosts) and hplsim/loopback-lat-factor and
+ * hplsim/loopback-bw-factor (within one host) gets both pairs, in the same syntax, through
+ * SimGrid's factor callbacks, installed by the first rank before its first message
+ * (hplsim_netlaws_install); SimGrid refuses the callbacks beside the smpi/ options. The
+ * modelled exchanges read the same laws here. */
 #include <math.h>
 #include <simgrid/host.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xbt/config.h>
+#include <simgrid/zone.h>
 #include <xbt/dynar.h>
 
 #include "fatal.h"
@@ -97,9 +106,69 @@ static void read_law(const char *name, int arity, law *out)
   parse(name, text, arity, out);
 }
 
+/* The per-route laws: [0] between two hosts, [1] within one (the loopback). */
+typedef struct {
+  law lat[2], bw[2];
+} route_laws;
+
+static const char *const ROUTE_LAW_NAMES[2][2] = {{"hplsim/lat-factor", "hplsim/bw-factor"},
+                                                  {"hplsim/loopback-lat-factor", "hplsim/loopback-bw-factor"}};
+
+/* 1 and `out` filled if the platform's root zone declares per-route factors, 0 if it
+ * declares none of the four; a part of them is fatal. */
+static int read_route_laws(route_laws *out)
+{
+  sg_netzone_t root = sg_zone_get_root();
+  int found = 0;
+  for (int route = 0; route < 2; route++)
+    for (int which = 0; which < 2; which++)
+      found += sg_zone_get_property_value(root, ROUTE_LAW_NAMES[route][which]) != NULL;
+  if (found == 0)
+    return 0;
+  if (found != 4)
+    hplsim_fatal("the platform's zone sets %d of the 4 per-route factors (hplsim/lat-factor, hplsim/bw-factor, "
+                 "hplsim/loopback-lat-factor, hplsim/loopback-bw-factor): give all four or none", found);
+  for (int route = 0; route < 2; route++)
+    for (int which = 0; which < 2; which++) {
+      const char *name = ROUTE_LAW_NAMES[route][which];
+      parse(name, sg_zone_get_property_value(root, name), 1, which == 0 ? &out->lat[route] : &out->bw[route]);
+    }
+  return 1;
+}
+
+/* SimGrid's callbacks evaluate this: it reads only `laws`, which outlives every rank. */
+static double route_factor(const void *laws, int latency, int loopback, double size)
+{
+  const route_laws *l = laws;
+  return eval(latency ? &l->lat[loopback != 0] : &l->bw[loopback != 0], size, 1.0);
+}
+
+#define INSTALLED "hplsim/factor-callbacks-installed"
+
+void hplsim_netlaws_install(void)
+{
+  sg_netzone_t root = sg_zone_get_root();
+  if (sg_zone_get_property_value(root, INSTALLED))
+    return;
+  route_laws *laws = malloc(sizeof *laws); /* kept for the whole simulation */
+  if (!laws)
+    hplsim_fatal("out of memory for the per-route factors");
+  if (!read_route_laws(laws)) {
+    free(laws);
+    sg_zone_set_property_value(root, INSTALLED, "no");
+    return;
+  }
+  char err[512];
+  if (hplsim_set_factor_callbacks(laws, route_factor, err, sizeof err) != 0)
+    hplsim_fatal("cannot use the platform's per-route factors: %s", err);
+  sg_zone_set_property_value(root, INSTALLED, "yes");
+}
+
 static struct {
   int ready;
   law os, or_, lat, bw;
+  int per_route;
+  route_laws routes;
   double gamma;
   int detached, async;
   int host_laws; /* some host has its own smpi/os or smpi/or */
@@ -109,6 +178,7 @@ static struct {
 #define CACHED 8
 static struct {
   double bytes, os, or_, lat, bw;
+  int loopback;
 } cache[CACHED];
 static int ncached;
 
@@ -120,6 +190,7 @@ static void load(void)
   read_law("smpi/or", 2, &net.or_);
   read_law("smpi/lat-factor", 1, &net.lat);
   read_law("smpi/bw-factor", 1, &net.bw);
+  net.per_route = read_route_laws(&net.routes);
   net.gamma = sg_cfg_get_double("network/TCP-gamma");
   net.detached = sg_cfg_get_int("smpi/send-is-detached-thresh");
   net.async = sg_cfg_get_int("smpi/async-small-thresh");
@@ -152,16 +223,23 @@ void hplsim_message_price(sg_host_t src, sg_host_t dst, double bytes, double rou
                           double route_bandwidth, hplsim_message_cost *cost)
 {
   load();
+  int loopback = net.per_route && src == dst;
   int k = 0;
-  while (k < ncached && cache[k].bytes != bytes)
+  while (k < ncached && (cache[k].bytes != bytes || cache[k].loopback != loopback))
     k++;
   if (k == ncached) {
     k = ncached < CACHED ? ncached++ : CACHED - 1;
     cache[k].bytes = bytes;
+    cache[k].loopback = loopback;
     cache[k].os = eval(&net.os, bytes, 0.0);
     cache[k].or_ = eval(&net.or_, bytes, 0.0);
-    cache[k].lat = eval(&net.lat, bytes + ENVELOPE, 1.0);
-    cache[k].bw = eval(&net.bw, bytes + ENVELOPE, 1.0);
+    if (net.per_route) {
+      cache[k].lat = route_factor(&net.routes, 1, loopback, bytes + ENVELOPE);
+      cache[k].bw = route_factor(&net.routes, 0, loopback, bytes + ENVELOPE);
+    } else {
+      cache[k].lat = eval(&net.lat, bytes + ENVELOPE, 1.0);
+      cache[k].bw = eval(&net.bw, bytes + ENVELOPE, 1.0);
+    }
   }
   cost->detached = bytes < net.detached;
   cost->eager = bytes < net.async;

@@ -23,4 +23,10 @@ void hplsim_message_price(sg_host_t src, sg_host_t dst, double bytes, double rou
 /* The route's summed latency and smallest bandwidth (SimGrid's own routing). */
 void hplsim_route(sg_host_t src, sg_host_t dst, double *latency, double *bandwidth);
 
+/* Installs the platform's per-route factors (root zone properties hplsim/lat-factor,
+ * hplsim/bw-factor, hplsim/loopback-lat-factor, hplsim/loopback-bw-factor) as SimGrid's
+ * factor callbacks, once for the whole simulation; nothing if the platform has none. Each
+ * rank calls it before its first message. */
+void hplsim_netlaws_install(void);
+
 #endif

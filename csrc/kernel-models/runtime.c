@@ -10,6 +10,7 @@
 #include "comms.h"
 #include "fatal.h"
 #include "model.h"
+#include "netlaws.h"
 #include "progress.h"
 #include "rng.h"
 #include "runtime.h"
@@ -33,6 +34,8 @@ void hplsim_runtime_init(const char *model_table, unsigned long long seed)
   char host[MPI_MAX_PROCESSOR_NAME];
   char err[512];
   MPI_Comm node;
+  /* before this rank's first message: the first rank's runs before anyone's */
+  hplsim_netlaws_install();
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   /* SMPI answers with the SimGrid host the rank is deployed on. */
   MPI_Get_processor_name(host, &len);

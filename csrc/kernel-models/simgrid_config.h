@@ -15,6 +15,14 @@ int hplsim_config_text(const char *name, char *out, unsigned long size);
  * above 1). */
 int hplsim_ranks_take_turns(void);
 
+/* Makes SimGrid's network model take its latency and bandwidth factors from
+ * factor(laws, latency?, same host?, bytes) for every transfer; -1 and a message in err if
+ * SimGrid refuses (it does beside smpi/lat-factor or smpi/bw-factor). `laws` must outlive
+ * the simulation. */
+int hplsim_set_factor_callbacks(const void *laws, double (*factor)(const void *laws, int latency, int loopback,
+                                                                   double bytes),
+                                char *err, unsigned long size);
+
 #ifdef __cplusplus
 }
 #endif

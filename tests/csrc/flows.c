@@ -3,14 +3,23 @@
  *
  * usage: flows BYTES — with 2K ranks, ranks 0..K-1 each send BYTES to rank i+K at once,
  * after a barrier; each receiver prints "recv RANK SECONDS" (from the barrier to the end
- * of its receive). The hostfile places the ranks. */
+ * of its receive). The hostfile places the ranks.
+ *
+ * Built with -DHPLSIM_NETLAWS and the runtime's netlaws.c, fatal.c and simgrid_config.cpp,
+ * it installs the platform's per-route factors as the emulated HPL does. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef HPLSIM_NETLAWS
+#include "netlaws.h"
+#endif
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+#ifdef HPLSIM_NETLAWS
+    hplsim_netlaws_install();
+#endif
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -106,6 +106,18 @@ LOADED_REMOTE_INTERCEPTS = {8133: 1731.7102918851567e-7, 15831: 1441.07399316127
                             63305: 1761.4784830658123e-7}
 #: per message within a node, from 16 kB on (s)
 LOADED_LOOPBACK_INTERCEPT = 650.2212383180362e-7
+# The same fits' pieces above 6 MB (E84), one way: (intercept s, slope s/B) by the size
+# (bytes) where each begins. Between nodes, the ping-pong's pieces halved, cell 34 of
+# d359ae6 (its negative intercepts set to 0 there, as printed); within a node, cell 47's
+# factors of 25 GB/s (cell 44 prints the intercepts, to three digits). HPL's messages stay
+# below 42 MB up to N = 1.3 million on 32 process rows; the larger pieces are the
+# measurement's, kept whole.
+#: between two nodes, from 6 MB on
+LOADED_REMOTE_LARGE = {6000000: (0.0, 6.152294e-10), 42672591: (0.0, 7.725930e-10), 160097505: (0.097091, 1.987136e-10)}
+#: within a node, from 6 MB on
+LOADED_LOOPBACK_LARGE = {6000000: (0.0, 1 / (0.07551057012803415 * 25e9)),
+                         36900419: (0.0, 1 / (0.04281516758309203 * 25e9)),
+                         160097505: (0.102, 1 / (0.17440518795992602 * 25e9))}
 
 
 def _last_piece(value: str) -> float:
@@ -113,11 +125,15 @@ def _last_piece(value: str) -> float:
     return float(value.split(";")[-1].split(":")[1])
 
 
-def loaded_platform_xml(published: str, per_flow_cap: bool = True, intercepts: bool = True) -> str:
+def loaded_platform_xml(published: str, per_flow_cap: bool = True, intercepts: bool = True,
+                        large_pieces: bool = False) -> str:
     """The published platform with Dahu's loaded network (E51, E53): the nodes' loopback at
     the loaded intra-node rate, (`per_flow_cap`) the loaded rate of one inter-node flow as a
-    per-flow cap, and (`intercepts`) the loaded per-message cost of messages above the
-    eager threshold as their latency.
+    per-flow cap, (`intercepts`) the loaded per-message cost of messages above the
+    eager threshold as their latency, and (`large_pieces`, E84) the measured pieces above
+    6 MB, each for its route: per-route factors (the root zone's hplsim/ properties, which
+    the runtime gives SimGrid as factor callbacks) in place of smpi/lat-factor and
+    smpi/bw-factor; below 6 MB both routes keep those laws.
 
     SimGrid 3.32 multiplies every transfer, the loopback's too, by ``smpi/bw-factor``, so
     the loopback is the loaded rate over the factor beyond the last breakpoint (MB-sized
@@ -148,10 +164,37 @@ def loaded_platform_xml(published: str, per_flow_cap: bool = True, intercepts: b
         if per_flow_cap and gamma / (2 * loopback_latency) <= 1 / LOADED_LOOPBACK_S_PER_BYTE / bw_factor:
             raise ValueError("the loopback's latency would cap its transfers below the loaded rate")
         xml = _with_intercepts(xml, route_latency, loopback_latency)
-    if not per_flow_cap:
-        return xml
-    return xml.replace('<config id="General">',
-                       f'<config id="General">\n        <prop id="network/TCP-gamma" value="{gamma}"/>', 1)
+    if per_flow_cap:
+        xml = xml.replace('<config id="General">',
+                          f'<config id="General">\n        <prop id="network/TCP-gamma" value="{gamma}"/>', 1)
+    if large_pieces:
+        if not (per_flow_cap and intercepts):
+            raise ValueError("the pieces above 6 MB extend the loaded network with its cap and intercepts")
+        remote_rate = gamma / (2 * route_latency)
+        loopback_rate = bandwidth(_one(r'<cluster [^>]*\bloopback_bw="([^"]*)"', xml), "the cluster's loopback_bw")
+        loopback_latency = duration(_one(r'<cluster [^>]*\bloopback_lat="([^"]*)"', xml), "the cluster's loopback_lat")
+        xml = _with_large_pieces(xml, {False: (route_latency, remote_rate, LOADED_REMOTE_LARGE),
+                                       True: (loopback_latency, loopback_rate, LOADED_LOOPBACK_LARGE)})
+    return xml
+
+
+def _with_large_pieces(xml: str, routes: dict[bool, tuple[float, float, dict[int, tuple[float, float]]]]) -> str:
+    """`xml` with per-route factors: smpi/lat-factor and smpi/bw-factor below the first large
+    piece for both routes, then each route's pieces (routes[loopback] = its unfactored
+    latency, its rate before the factor, its pieces), as the root zone's properties."""
+    props = []
+    for loopback, (latency, rate, pieces) in routes.items():
+        prefix = "hplsim/loopback-" if loopback else "hplsim/"
+        for option in ("lat-factor", "bw-factor"):
+            below = [p for p in _one(rf'<prop id="smpi/{option}" value="([^"]*)"', xml).split(";")
+                     if int(p.split(":")[0]) < min(pieces)]
+            large = [f"{start}:{intercept / latency if option == 'lat-factor' else 1 / slope / rate:.6g}"
+                     for start, (intercept, slope) in sorted(pieces.items())]
+            props.append(f'        <prop id="{prefix}{option}" value="{";".join(below + large)}"/>')
+    for option in ("lat-factor", "bw-factor"):
+        xml = re.sub(rf'\n *<prop id="smpi/{option}" value="[^"]*"/>', "", xml, count=1)
+    zone = _one(r'(<(?:AS|zone) id="[^"]*" routing="[^"]*">)', xml)
+    return xml.replace(zone, zone + "\n" + "\n".join(props), 1)
 
 
 def _with_intercepts(xml: str, route_latency: float, loopback_latency: float) -> str:
