@@ -240,19 +240,28 @@ class PlatformSpec:
             '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">',
             '<platform version="4.1">',
         ]
-        if self.smpi:
+        # the per-route factors are the root zone's properties, read by hplsim's runtime
+        # (csrc/kernel-models/netlaws.c); SimGrid refuses options it does not know
+        config = {k: v for k, v in self.smpi.items() if k not in ROUTE_FACTORS}
+        if config:
             lines.append('  <config id="General">')
-            lines += [f"    <prop id={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in self.smpi.items()]
+            lines += [f"    <prop id={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in config.items()]
             lines.append("  </config>")
-        lines += ['  <zone id="world" routing="Full">', cluster, "  </zone>", "</platform>"]
+        lines.append('  <zone id="world" routing="Full">')
+        lines += [f"    <prop id={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in self.smpi.items()
+                  if k in ROUTE_FACTORS]
+        lines += [cluster, "  </zone>", "</platform>"]
         return "\n".join(lines) + "\n"
 
     def platform(self, label: str = "") -> Platform:
         return Platform(self.to_xml(), self.slots(), {}, label or self.name, self.iprobe_reports)
 
 
+#: per-route factors (docs/formats/platform.md): between two hosts, then within one
+ROUTE_FACTORS = ("hplsim/lat-factor", "hplsim/bw-factor", "hplsim/loopback-lat-factor", "hplsim/loopback-bw-factor")
 # SimGrid crashes (segfault) on a malformed piecewise option: check them here.
-_PIECEWISE_ARITY = {"smpi/bw-factor": 2, "smpi/lat-factor": 2, "smpi/os": 3, "smpi/or": 3, "smpi/ois": 3}
+_PIECEWISE_ARITY = {"smpi/bw-factor": 2, "smpi/lat-factor": 2, "smpi/os": 3, "smpi/or": 3, "smpi/ois": 3,
+                    **{name: 2 for name in ROUTE_FACTORS}}
 
 
 def _smpi_options(value: Any) -> dict[str, str]:
@@ -269,6 +278,13 @@ def _smpi_options(value: Any) -> dict[str, str]:
         if arity is not None and not _piecewise_ok(str(option), arity):
             shape = "size:factor" if arity == 2 else "size:offset:per_byte"
             raise Invalid(f"a ';'-separated list of {shape}", at=key)
+    given = [name for name in ROUTE_FACTORS if name in value]
+    if given and len(given) != len(ROUTE_FACTORS):
+        raise Invalid("all four per-route factors (" + ", ".join(ROUTE_FACTORS) + ") or none",
+                      got=", ".join(given))
+    if given and ({"smpi/lat-factor", "smpi/bw-factor"} & set(value)):
+        raise Invalid("per-route factors in place of smpi/lat-factor and smpi/bw-factor, not beside them",
+                      got="both")
     return {str(k): str(v) for k, v in value.items()}
 
 
