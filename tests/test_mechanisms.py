@@ -261,6 +261,27 @@ def test_pin_the_per_message_cost_turns_the_spread_rolls_gain_into_a_loss(e55):
     assert e55["with"] == pytest.approx(0.671, abs=0.01), e55
 
 
+# E84: RingRong's pieces above 6 MB, each for its route (between nodes 1.63 GB/s, within a
+# node 1.89, where the preset runs MB-sized messages at 3.95 and 3.03). On the same column of
+# 16 nodes at N = 16,000 the binary exchange sends U's 8 MB blocks between nodes and the
+# roll 512 kB pieces; at N = 4,000 every message is below 6 MB.
+@pytest.fixture(scope="module")
+def e84(tmp_path_factory) -> dict[tuple[str, int], float]:
+    xmls = {"preset": dahu.PLATFORM_XML.read_text(),
+            "pieces": dahu.loaded_platform_xml(dahu.PUBLISHED_PLATFORM_XML.read_text(), large_pieces=True)}
+    return {(name, n): _roll_against_binary_exchange(tmp_path_factory.mktemp(f"e84-{name}-{n}"), xml, n=n)
+            for name, xml in xmls.items() for n in (4000, 16000)}
+
+
+def test_the_pieces_above_6_mb_slow_the_binary_exchange_not_the_roll(e84):
+    """E84: the measured pieces above 6 MB move the spread-roll without look-ahead towards
+    the machine (2,128,0,1 / 2,128,0,0 on Dahu: 1.033; the slice 0.949 without them, 0.999
+    with them; Dahu's emulation at N = 250,000 0.973 and 0.995): the binary exchange's
+    blocks are above 6 MB, the roll's pieces are not. Below 6 MB nothing moves, to the bit."""
+    assert e84[("pieces", 16000)] > e84[("preset", 16000)] + 0.02, e84
+    assert e84[("pieces", 4000)] == e84[("preset", 4000)], e84
+
+
 # E57: with look-ahead the row swaps of the rest of the matrix run while the next panel's
 # broadcast travels along the node's ranks, and HPL_rollT probes it after each of its P - 1
 # steps (HPL_pdlaswp00T after each of its log2 P). A rank that finds the panel receives it
