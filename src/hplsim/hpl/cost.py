@@ -54,7 +54,7 @@ PER_RANK_S = 0.00066
 #: (1.5 + Q²/2048 then) underpriced the long broadcasts 2-3 times. Refitted 2026-12-05 on
 #: CPU time beyond the grid's fixed cost (N = 128), NB 64, DEPTH 1: 1.13x at 8x8 (N = 2,048),
 #: 5.1x at 2x32 and 4.7x at 8x32 (2,048), 40x at 2x128 (2,048), 155x at 4x256 (N = 1,024):
-#: 1 + Q²/300 is within 1.45 of each, overpricing the largest (tests/test_tune.py measures
+#: 1 + Q²/300 is within 1.45 of each, overpricing the largest (benchmarks/cost_factors.py measures
 #: 2x32 against it). The probe counts (E70) made the rings' polling cheaper, not the roll:
 #: measured again the same way (one run each, N = 2,048, NB 64, DEPTH 1, 2026-12-05):
 #: 1.66x at 8x8, 7.49x at 2x32, 5.37x at 8x32, 63.8x at 2x128; 1 + Q²/220 is within 1.33
