@@ -154,3 +154,21 @@ def test_dahus_pieces_above_6_mb_run_at_the_measured_rate_of_their_route(flows, 
     for size in (4_000, 100_000, 5_000_000):
         assert _one_way(flows, large, same_node, size, tmp_path) == _one_way(flows, dahu.PLATFORM_XML, same_node,
                                                                              size, tmp_path)
+
+
+def test_a_simgrid_xml_is_checked_before_the_run(tmp_path):
+    """The spec's rules hold for a SimGrid XML too, named by file, before SimGrid starts."""
+    from hplsim.platform.spec import load_platform
+
+    path = tmp_path / "p.xml"
+    path.write_text(xml_platform({k: v for k, v in PER_ROUTE.items() if "loopback" not in k}).xml)
+    with pytest.raises(HplsimError, match=r"p.xml: root zone: expected all four per-route factors"):
+        load_platform(path)
+    path.write_text(xml_platform({**PER_ROUTE, "hplsim/bw-factor": "0:0.5;8133"}).xml)
+    with pytest.raises(HplsimError, match=r"p.xml: root zone hplsim/bw-factor: expected a ';'-separated list"):
+        load_platform(path)
+    path.write_text(xml_platform(PER_ROUTE, {**OVERHEADS, "smpi/bw-factor": "0:0.5"}).xml)
+    with pytest.raises(HplsimError, match="not beside them"):
+        load_platform(path)
+    path.write_text(xml_platform(PER_ROUTE).xml)
+    assert len(load_platform(path).slots) == 8

@@ -481,7 +481,25 @@ def xml_hosts(xml_text: str, source: str) -> list[tuple[str, int]]:
     if not hosts:
         raise HplsimError(f"platform {source}: no host found")
     _check_xml_links(root, source)
+    _check_xml_route_factors(root, source)
     return hosts
+
+
+def _check_xml_route_factors(root: ET.Element, source: str) -> None:
+    """The per-route factors (the root zone's hplsim/ properties) with the spec's rules,
+    before the runtime would stop the simulation on them."""
+    zone = next((el for el in root if el.tag in ("zone", "AS")), None)
+    props = {el.get("id", ""): el.get("value", "") for el in (zone if zone is not None else ()) if el.tag == "prop"}
+    config = {el.get("id", ""): el.get("value", "") for c in root if c.tag == "config" for el in c if el.tag == "prop"}
+    given = {k: v for k, v in props.items() if k in ROUTE_FACTORS}
+    if not given:
+        return
+    try:
+        _smpi_options({**given, **{k: v for k, v in config.items() if k in ("smpi/lat-factor", "smpi/bw-factor")}})
+    except Invalid as exc:
+        at = f" {exc.at}" if exc.at is not None else ""
+        raise HplsimError(f"platform {source}: root zone{at}: expected {exc.expected}"
+                          + (f", got {exc.got}" if exc.got is not None else "")) from None
 
 
 #: attributes of SimGrid XML elements that hold a bandwidth, or a latency
