@@ -70,8 +70,8 @@ def run(argv: list[str] | None = None) -> None:
     except HplsimError as exc:
         click.echo(f"hplsim: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("hplsim: aborted", err=True)
+    except click.exceptions.Abort:  # click's form of a Ctrl-C (KeyboardInterrupt) inside a command
+        click.echo("hplsim: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         click.echo(f"hplsim: error: {' '.join(exc.format_message().split())}", err=True)
