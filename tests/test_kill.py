@@ -289,10 +289,10 @@ def _kill_calibrate(tmp_path: Path, sig: int, seed: int, deep: bool) -> None:
     from hplsim.calibrate.archive import read_archive
 
     # before the measurements begin (the build, the system's description) click turns the
-    # calibration's interrupt into its own abort: 130 and "aborted"; during them the
+    # calibration's interrupt into its own abort: 130 and "interrupted"; during them the
     # calibration says so itself and keeps its partial archive (docs/calibrate.md)
     work, code, err, _ = _killed(tmp_path, CALIBRATE, _delay(seed, 0.0, 1.0), sig,
-                                 terminated=(TERMINATED, (130, "hplsim: aborted"),
+                                 terminated=(TERMINATED, (130, "hplsim: interrupted"),
                                              (128 + signal.SIGTERM, "hplsim: calibration interrupted by SIGTERM: "
                                                                     "partial archive")))
     archive = work / "c.zip"

@@ -377,7 +377,7 @@ def test_a_ctrl_c_that_a_finaliser_swallowed_still_stops_the_search(tmp_path, mo
     monkeypatch.setattr(runner, "run_task", fake)
     _model(tmp_path)
     code, out, err = invoke([*TINY, "--seed", "5", "--db", "i.sqlite"], tmp_path)
-    assert code == 130 and "hplsim: aborted" in err, (code, err)  # click turns Ctrl-C into Abort
+    assert code == 130 and "hplsim: interrupted" in err, (code, err)  # click turns Ctrl-C into Abort
     db = sqlite3.connect(tmp_path / "i.sqlite")
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == calls[0] == 3
     assert [r[0] for r in db.execute("SELECT status FROM sweeps")] == ["interrupted"]
