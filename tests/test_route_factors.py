@@ -172,3 +172,11 @@ def test_a_simgrid_xml_is_checked_before_the_run(tmp_path):
         load_platform(path)
     path.write_text(xml_platform(PER_ROUTE).xml)
     assert len(load_platform(path).slots) == 8
+
+
+def test_a_bandwidth_factor_of_zero_is_refused_on_load():
+    """SimGrid aborts on it ("Bandwidth factor cannot be 0"): the spec names the option."""
+    with pytest.raises(HplsimError, match="hplsim/loopback-bw-factor: expected positive bandwidth factors"):
+        platform({**PER_ROUTE, "hplsim/loopback-bw-factor": "0:0.5;6000000:0"})
+    with pytest.raises(HplsimError, match="smpi/bw-factor: expected positive bandwidth factors"):
+        spec_from_dict({**SPEC, "smpi": {"smpi/bw-factor": "0:0"}})

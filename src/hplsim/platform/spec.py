@@ -278,6 +278,9 @@ def _smpi_options(value: Any) -> dict[str, str]:
         if arity is not None and not _piecewise_ok(str(option), arity):
             shape = "size:factor" if arity == 2 else "size:offset:per_byte"
             raise Invalid(f"a ';'-separated list of {shape}", at=key)
+        if str(key).endswith("bw-factor") and any(float(p.split(":")[1]) <= 0 for p in str(option).split(";")):
+            # SimGrid aborts on a bandwidth factor of 0 ("Bandwidth factor cannot be 0")
+            raise Invalid("positive bandwidth factors", got=str(option), at=key)
     given = [name for name in ROUTE_FACTORS if name in value]
     if given and len(given) != len(ROUTE_FACTORS):
         raise Invalid("all four per-route factors (" + ", ".join(ROUTE_FACTORS) + ") or none",
