@@ -166,9 +166,9 @@ void hplsim_netlaws_install(void)
 
 static struct {
   int ready;
-  law os, or_, lat, bw;
+  law os, or_;
   int per_route;
-  route_laws routes;
+  route_laws routes; /* without per-route factors, smpi/lat-factor and smpi/bw-factor on both */
   double gamma;
   int detached, async;
   int host_laws; /* some host has its own smpi/os or smpi/or */
@@ -188,9 +188,13 @@ static void load(void)
     return;
   read_law("smpi/os", 2, &net.os);
   read_law("smpi/or", 2, &net.or_);
-  read_law("smpi/lat-factor", 1, &net.lat);
-  read_law("smpi/bw-factor", 1, &net.bw);
   net.per_route = read_route_laws(&net.routes);
+  if (!net.per_route) {
+    read_law("smpi/lat-factor", 1, &net.routes.lat[0]);
+    read_law("smpi/bw-factor", 1, &net.routes.bw[0]);
+    net.routes.lat[1] = net.routes.lat[0];
+    net.routes.bw[1] = net.routes.bw[0];
+  }
   net.gamma = sg_cfg_get_double("network/TCP-gamma");
   net.detached = sg_cfg_get_int("smpi/send-is-detached-thresh");
   net.async = sg_cfg_get_int("smpi/async-small-thresh");
@@ -223,7 +227,7 @@ void hplsim_message_price(sg_host_t src, sg_host_t dst, double bytes, double rou
                           double route_bandwidth, hplsim_message_cost *cost)
 {
   load();
-  int loopback = net.per_route && src == dst;
+  int loopback = net.per_route && src == dst; /* one cache entry a size when both routes share laws */
   int k = 0;
   while (k < ncached && (cache[k].bytes != bytes || cache[k].loopback != loopback))
     k++;
@@ -233,13 +237,8 @@ void hplsim_message_price(sg_host_t src, sg_host_t dst, double bytes, double rou
     cache[k].loopback = loopback;
     cache[k].os = eval(&net.os, bytes, 0.0);
     cache[k].or_ = eval(&net.or_, bytes, 0.0);
-    if (net.per_route) {
-      cache[k].lat = route_factor(&net.routes, 1, loopback, bytes + ENVELOPE);
-      cache[k].bw = route_factor(&net.routes, 0, loopback, bytes + ENVELOPE);
-    } else {
-      cache[k].lat = eval(&net.lat, bytes + ENVELOPE, 1.0);
-      cache[k].bw = eval(&net.bw, bytes + ENVELOPE, 1.0);
-    }
+    cache[k].lat = route_factor(&net.routes, 1, loopback, bytes + ENVELOPE);
+    cache[k].bw = route_factor(&net.routes, 0, loopback, bytes + ENVELOPE);
   }
   cost->detached = bytes < net.detached;
   cost->eager = bytes < net.async;
