@@ -497,12 +497,13 @@ def _check_xml_route_factors(root: ET.Element, source: str) -> None:
     given = {k: v for k, v in props.items() if k in ROUTE_FACTORS}
     if not given:
         return
+    options = {**given, **{k: v for k, v in config.items() if k in ("smpi/lat-factor", "smpi/bw-factor")}}
     try:
-        _smpi_options({**given, **{k: v for k, v in config.items() if k in ("smpi/lat-factor", "smpi/bw-factor")}})
+        _smpi_options(options)
     except Invalid as exc:
-        at = f" {exc.at}" if exc.at is not None else ""
-        raise HplsimError(f"platform {source}: root zone{at}: expected {exc.expected}"
-                          + (f", got {exc.got}" if exc.got is not None else "")) from None
+        path = "root zone" if exc.at is None else f"root zone {exc.at}"
+        raise formats.error(f"platform {source}", path, exc.expected, options.get(exc.at),
+                            shown_as=exc.got) from None
 
 
 #: attributes of SimGrid XML elements that hold a bandwidth, or a latency
