@@ -22,6 +22,7 @@ from hplsim.hpl.config import HplConfig
 from hplsim.platform.spec import spec_from_dict
 from hplsim.predict import ModelSource, predict
 from hplsim.presets import DEFAULT, dahu
+from test_loaded_network import _seconds
 
 CSRC = Path(__file__).resolve().parents[1] / "csrc" / "kernel-models"
 FLOWS_C = Path(__file__).parent / "csrc" / "flows.c"
@@ -131,14 +132,9 @@ def flows(tmp_path_factory) -> Path:
 
 
 def _one_way(flows: Path, platform: Path, same_node: bool, size: int, tmp: Path) -> float:
-    hosts = ["dahu-0.grid5000.fr", ("dahu-0" if same_node else "dahu-1") + ".grid5000.fr"]
-    (tmp / "hostfile").write_text("\n".join(hosts) + "\n")
-    out = subprocess.run(["smpirun", "-np", "2", "-platform", str(platform), "-hostfile", str(tmp / "hostfile"),
-                          "--cfg=smpi/simulate-computation:no", "--log=root.thres:error", str(flows), str(size)],
-                         capture_output=True, text=True, timeout=120, cwd=tmp)
-    assert out.returncode == 0, out.stderr
-    (line,) = [line for line in out.stdout.splitlines() if line.startswith("recv ")]
-    return float(line.split()[2])
+    """One message's time, from test_loaded_network's runner of flows.c."""
+    (seconds,) = _seconds(flows, platform, 1, same_node, size, tmp)
+    return seconds
 
 
 @pytest.mark.parametrize("same_node, rate", [(True, 1.888e9), (False, 1.625e9)])
