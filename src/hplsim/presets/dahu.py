@@ -106,14 +106,16 @@ LOADED_REMOTE_INTERCEPTS = {8133: 1731.7102918851567e-7, 15831: 1441.07399316127
                             63305: 1761.4784830658123e-7}
 #: per message within a node, from 16 kB on (s)
 LOADED_LOOPBACK_INTERCEPT = 650.2212383180362e-7
-# The same fits' pieces above 6 MB (E84), one way: (intercept s, slope s/B) by the size
-# (bytes) where each begins. Between nodes, the ping-pong's pieces halved, cell 34 of
-# d359ae6 (its negative intercepts set to 0 there, as printed); within a node, cell 47's
-# factors of 25 GB/s (cell 44 prints the intercepts, to three digits). HPL's messages stay
-# below 42 MB up to N = 1.3 million on 32 process rows; the larger pieces are the
-# measurement's, kept whole.
-#: between two nodes, from 6 MB on
-LOADED_REMOTE_LARGE = {6000000: (0.0, 6.152294e-10), 42672591: (0.0, 7.725930e-10), 160097505: (0.097091, 1.987136e-10)}
+# The same fits' pieces above 6 MB within a node (E84, E85), one way: (intercept s, slope
+# s/B) by the size (bytes) where each begins: cell 47 of d359ae6's factors of 25 GB/s (cell 44
+# prints the intercepts, to three digits). HPL's messages stay below 37 MB up to N = 1.1
+# million on 32 process rows; the larger pieces are the measurement's, kept whole. The
+# remote route's pieces (cell 34: 1.63 GB/s from 6 MB) are one flow's rate, a cap, which
+# SimGrid 3.32 cannot give by message size (its TCP window bound is one per route, and a
+# bandwidth factor scales a flow's share of the link: 32 flows would each get 0.406 of
+# their share, E85); a cap of 1.63 GB/s binds only where fewer than eight flows share a
+# node's link, and HPL's large remote messages are the 32 columns' pieces of U, exchanged
+# together, so the remote route keeps the preset's law there.
 #: within a node, from 6 MB on
 LOADED_LOOPBACK_LARGE = {6000000: (0.0, 1 / (0.07551057012803415 * 25e9)),
                          36900419: (0.0, 1 / (0.04281516758309203 * 25e9)),
@@ -130,10 +132,10 @@ def loaded_platform_xml(published: str, per_flow_cap: bool = True, intercepts: b
     """The published platform with Dahu's loaded network (E51, E53): the nodes' loopback at
     the loaded intra-node rate, (`per_flow_cap`) the loaded rate of one inter-node flow as a
     per-flow cap, (`intercepts`) the loaded per-message cost of messages above the
-    eager threshold as their latency, and (`large_pieces`, E84) the measured pieces above
-    6 MB, each for its route: per-route factors (the root zone's hplsim/ properties, which
+    eager threshold as their latency, and (`large_pieces`, E84, E85) the measured pieces
+    above 6 MB within a node: per-route factors (the root zone's hplsim/ properties, which
     the runtime gives SimGrid as factor callbacks) in place of smpi/lat-factor and
-    smpi/bw-factor; below 6 MB both routes keep those laws.
+    smpi/bw-factor; below 6 MB, and between nodes at any size, those laws.
 
     SimGrid 3.32 multiplies every transfer, the loopback's too, by ``smpi/bw-factor``, so
     the loopback is the loaded rate over the factor beyond the last breakpoint (MB-sized
@@ -170,10 +172,9 @@ def loaded_platform_xml(published: str, per_flow_cap: bool = True, intercepts: b
     if large_pieces:
         if not (per_flow_cap and intercepts):
             raise ValueError("the pieces above 6 MB extend the loaded network with its cap and intercepts")
-        remote_rate = gamma / (2 * route_latency)
         loopback_rate = bandwidth(_one(r'<cluster [^>]*\bloopback_bw="([^"]*)"', xml), "the cluster's loopback_bw")
         loopback_latency = duration(_one(r'<cluster [^>]*\bloopback_lat="([^"]*)"', xml), "the cluster's loopback_lat")
-        xml = _with_large_pieces(xml, {False: (route_latency, remote_rate, LOADED_REMOTE_LARGE),
+        xml = _with_large_pieces(xml, {False: (route_latency, 0.0, {}),
                                        True: (loopback_latency, loopback_rate, LOADED_LOOPBACK_LARGE)})
     return xml
 
@@ -181,13 +182,14 @@ def loaded_platform_xml(published: str, per_flow_cap: bool = True, intercepts: b
 def _with_large_pieces(xml: str, routes: dict[bool, tuple[float, float, dict[int, tuple[float, float]]]]) -> str:
     """`xml` with per-route factors: smpi/lat-factor and smpi/bw-factor below the first large
     piece for both routes, then each route's pieces (routes[loopback] = its unfactored
-    latency, its rate before the factor, its pieces), as the root zone's properties."""
+    latency, its rate before the factor, its pieces: none keeps the laws at every size), as
+    the root zone's properties."""
     props = []
     for loopback, (latency, rate, pieces) in routes.items():
         prefix = "hplsim/loopback-" if loopback else "hplsim/"
         for option in ("lat-factor", "bw-factor"):
             below = [p for p in _one(rf'<prop id="smpi/{option}" value="([^"]*)"', xml).split(";")
-                     if int(p.split(":")[0]) < min(pieces)]
+                     if not pieces or int(p.split(":")[0]) < min(pieces)]
             large = [f"{start}:{intercept / latency if option == 'lat-factor' else 1 / slope / rate:.6g}"
                      for start, (intercept, slope) in sorted(pieces.items())]
             props.append(f'        <prop id="{prefix}{option}" value="{";".join(below + large)}"/>')
