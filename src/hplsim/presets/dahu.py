@@ -174,25 +174,24 @@ def loaded_platform_xml(published: str, per_flow_cap: bool = True, intercepts: b
             raise ValueError("the pieces above 6 MB extend the loaded network with its cap and intercepts")
         loopback_rate = bandwidth(_one(r'<cluster [^>]*\bloopback_bw="([^"]*)"', xml), "the cluster's loopback_bw")
         loopback_latency = duration(_one(r'<cluster [^>]*\bloopback_lat="([^"]*)"', xml), "the cluster's loopback_lat")
-        xml = _with_large_pieces(xml, {False: (route_latency, 0.0, {}),
-                                       True: (loopback_latency, loopback_rate, LOADED_LOOPBACK_LARGE)})
+        xml = _with_loopback_pieces(xml, loopback_latency, loopback_rate, LOADED_LOOPBACK_LARGE)
     return xml
 
 
-def _with_large_pieces(xml: str, routes: dict[bool, tuple[float, float, dict[int, tuple[float, float]]]]) -> str:
-    """`xml` with per-route factors: smpi/lat-factor and smpi/bw-factor below the first large
-    piece for both routes, then each route's pieces (routes[loopback] = its unfactored
-    latency, its rate before the factor, its pieces: none keeps the laws at every size), as
-    the root zone's properties."""
-    props = []
-    for loopback, (latency, rate, pieces) in routes.items():
-        prefix = "hplsim/loopback-" if loopback else "hplsim/"
-        for option in ("lat-factor", "bw-factor"):
-            below = [p for p in _one(rf'<prop id="smpi/{option}" value="([^"]*)"', xml).split(";")
-                     if not pieces or int(p.split(":")[0]) < min(pieces)]
-            large = [f"{start}:{intercept / latency if option == 'lat-factor' else 1 / slope / rate:.6g}"
-                     for start, (intercept, slope) in sorted(pieces.items())]
-            props.append(f'        <prop id="{prefix}{option}" value="{";".join(below + large)}"/>')
+def _with_loopback_pieces(xml: str, latency: float, rate: float, pieces: dict[int, tuple[float, float]]) -> str:
+    """`xml` with per-route factors as the root zone's properties: between hosts
+    smpi/lat-factor and smpi/bw-factor whole; within one those laws below the first of
+    `pieces` (by start: intercept s, slope s/B), then the pieces, as factors of the
+    loopback's unfactored `latency` and its `rate` before the factor."""
+    remote, loopback = [], []
+    for option in ("lat-factor", "bw-factor"):
+        law = _one(rf'<prop id="smpi/{option}" value="([^"]*)"', xml)
+        below = [p for p in law.split(";") if int(p.split(":")[0]) < min(pieces)]
+        large = [f"{start}:{intercept / latency if option == 'lat-factor' else 1 / slope / rate:.6g}"
+                 for start, (intercept, slope) in sorted(pieces.items())]
+        remote.append(f'        <prop id="hplsim/{option}" value="{law}"/>')
+        loopback.append(f'        <prop id="hplsim/loopback-{option}" value="{";".join(below + large)}"/>')
+    props = remote + loopback
     for option in ("lat-factor", "bw-factor"):
         xml = re.sub(rf'\n *<prop id="smpi/{option}" value="[^"]*"/>', "", xml, count=1)
     zone = _one(r'(<(?:AS|zone) id="[^"]*" routing="[^"]*">)', xml)
