@@ -44,7 +44,7 @@ def model_path(tmp_path_factory):
 
 def test_the_model_prices_the_very_calls_of_the_real_run(traced_run, model_path):
     real = read_traced(traced_run)
-    real.calls["model"] = modelled(real.calls, load_model(model_path), "anyhost")
+    real.calls["model"] = modelled(real.calls, load_model(model_path))
     dgemm = real.calls["function"] == "dgemm"
     assert dgemm.sum() > 10 and (~dgemm).sum() > 100
     d = real.calls[dgemm]
@@ -59,7 +59,7 @@ def test_the_model_prices_the_very_calls_of_the_real_run(traced_run, model_path)
 
 def test_calls_and_the_time_between_them_tile_each_ranks_region(traced_run, model_path):
     real = read_traced(traced_run)
-    real.calls["model"] = modelled(real.calls, load_model(model_path), "anyhost")
+    real.calls["model"] = modelled(real.calls, load_model(model_path))
     totals = rank_totals(real.calls, real.regions)
     assert len(totals) == 4  # 2 runs x 2 ranks
     assert (totals["between"] > 0).all() and (totals["between"] < totals["region"]).all()

@@ -24,20 +24,18 @@ import pandas as pd
 
 from hplsim.calibrate.archive import read_archive
 from hplsim.errors import HplsimError
-from hplsim.models.modelfile import CONDITION_VARIABLES, ModelFile
+from hplsim.models.modelfile import ModelFile
 from hplsim.real.trace import TIMED_REGION
-
-#: a kernel call or a timed region, in either kind of run: rank, start and end in seconds
-INTERVAL_COLUMNS = ("run", "rank", "function", "start", "end")
+from hplsim.report.calibration_figures import expected_durations
 
 
 @dataclass
 class TracedRuns:
     """The kernel calls of a traced real archive, each run's HPL parameters and regions."""
 
-    calls: pd.DataFrame  # INTERVAL_COLUMNS + the sizes (m, n, k, ld, …) + duration
+    calls: pd.DataFrame  # run, rank, function, start, end (s), duration, the sizes (m, n, k, ld, …), host, cpu
     regions: pd.DataFrame  # run, rank, start, end: HPL_pdgesv on each rank
-    runs: pd.DataFrame  # results/hpl.csv: one row per run (order, n, nb, p, q, …, gflops)
+    runs: pd.DataFrame  # results/hpl.csv: one row per run (run, n, nb, p, q, …, gflops)
 
 
 def read_traced(path: Path) -> TracedRuns:
@@ -53,8 +51,9 @@ def read_traced(path: Path) -> TracedRuns:
                       archive.table("hpl").rename(columns={"order": "run"}))
 
 
-def simulated_calls(events: pd.DataFrame, meta: dict, run: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A simulated trace's kernel intervals and regions in `TracedRuns`' columns."""
+def simulated_calls(events: pd.DataFrame, meta: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A simulated trace's kernel intervals and regions in `TracedRuns`' columns (run 0)."""
+    run = 0
     kernels = events[events["kind"] == "kernel"]
     calls = pd.DataFrame({"run": run, "rank": kernels["rank"].to_numpy(), "function": kernels["name"].astype(str).to_numpy(),
                           "start": kernels["start_s"].to_numpy(), "end": kernels["end_s"].to_numpy()})
@@ -64,17 +63,21 @@ def simulated_calls(events: pd.DataFrame, meta: dict, run: int = 0) -> tuple[pd.
     return calls, regions
 
 
-def modelled(calls: pd.DataFrame, model: ModelFile, host: str) -> np.ndarray:
-    """The model's expected duration of each call (rank `r` on its host's CPU r modulo the
-    model's CPUs, as the emulation resolves it)."""
-    out = np.full(len(calls), np.nan)
-    cpus = model.cpus_of(host)
-    for (function, cpu), group in calls.groupby([calls["function"], calls["rank"] % cpus]):
-        law = model.resolve(host, int(cpu)).get(str(function))
-        if law is None:
-            raise HplsimError(f"the model file has no law for {function}, which the traced run calls")
-        names = set(law.variables) | set(CONDITION_VARIABLES[str(function)])
-        out[group.index.to_numpy()] = law.predict({v: group[v].to_numpy(float) for v in names})
+def modelled(calls: pd.DataFrame, model: ModelFile) -> np.ndarray:
+    """The model's expected duration of each call, on the call's host and CPU
+    (`report.calibration_figures.expected_durations`, the figures' own reading of a model
+    against measured calls). A kernel the model has no law for is an error: its calls
+    would silently count as free."""
+    named = calls.rename(columns={"function": "kernel"}).assign(call=np.arange(len(calls)))
+    try:
+        expected = expected_durations(model, named)
+    except HplsimError:
+        expected = named.iloc[:0].assign(expected=0.0)
+    missing = sorted(set(named["kernel"]) - set(expected["kernel"]))
+    if missing:
+        raise HplsimError(f"the model file has no law for {', '.join(map(str, missing))}, which the traced run calls")
+    out = np.zeros(len(calls))  # a call whose law gives 0 is left out of `expected`
+    out[expected["call"].to_numpy()] = expected["expected"].to_numpy()
     return out
 
 
