@@ -189,8 +189,8 @@ def main() -> None:
             per = [b["gflops"] / a["gflops"] - 1 for a, b in zip(m, d)]
             ref = [r["gflops"] for r in m]
             line += f" {100 * min(per):>+7.2f}…{100 * max(per):>+6.2f}% {100 * (max(ref) - min(ref)) / gm:>9.2f}%"
-        wall = lambda rs: statistics.mean(r["sim_wall_s"] for r in rs)  # noqa: E731
-        print(f"{line} {wall(m):>8.1f}s {wall(d):>8.1f}s")
+        wall_m, wall_d = (statistics.mean(r["sim_wall_s"] for r in rs) for rs in (m, d))
+        print(f"{line} {wall_m:>8.1f}s {wall_d:>8.1f}s")
     if moves:
         med = statistics.median(moves)
         what = "|move|" if len(seeds) == 1 else f"|move of the mean over {len(seeds)} seeds|"
