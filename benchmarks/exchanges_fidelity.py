@@ -5,7 +5,10 @@
 `--exchanges messages` (the reference) and `--exchanges modelled` (the default;
 docs/predict.md "Modelled exchanges", lab notebook E67). `--lever probes`: the probes
 SimGrid answers (HPLSIM_PROBE_COUNTS=off, the reference) against those the message counts
-answer (the default; docs/predict.md "Polling for a panel", E70). The table gives both
+answer (the default; docs/predict.md "Polling for a panel", E70). `--lever fat-tree-star`
+(with `--set stampede`): the Stampede preset's fat-tree (the reference) against its hosts on
+a star whose routes keep the fat-tree's latencies (`hplsim predict --fat-tree-as-star`;
+docs/predict.md "Fat-trees as stars", E90). The table gives both
 Gflops, the move of the faster way, and both simulations' wall time. Target: every move
 within 0.5 %, the median within 0.2 %.
 
@@ -24,6 +27,9 @@ Sets (--set, any of them):
   factorial the Dahu preset at N = 250,000 under the factorial's configurations (NB 128)
             already run with messages in the notebook: 2,128,1,0 (the reference),
             0,128,0,0, 2,128,0,0, 5,128,1,0, 2,128,0,1, 2,128,1,1
+  stampede  the Stampede preset (its TOP500 run's parameters, NB 1,024) on 41×40 at
+            N = 4,096 and 20,480 (4 and 20 panels: MB-sized pieces), and on its full 77×78
+            grid at N = 4,096 (--only "41x40 N=4096" ...)
 
 Results are appended to --results (JSON lines, one per simulation) as they finish, and a
 run of the script skips what that file already holds: a long set resumes across sessions.
@@ -33,6 +39,7 @@ run of the script skips what that file already holds: a long set resumes across 
     .venv/bin/python benchmarks/exchanges_fidelity.py --set dahu --only 50000 100000
     .venv/bin/python benchmarks/exchanges_fidelity.py --lever probes --set local --jobs 2
     .venv/bin/python benchmarks/exchanges_fidelity.py --lever probes --set local --only "star 8x8" "dahu 8x8"
+    .venv/bin/python benchmarks/exchanges_fidelity.py --lever fat-tree-star --set stampede --only "41x40 N=4096"
 """
 
 from __future__ import annotations
@@ -69,6 +76,8 @@ class Scenario:
     config: HplConfig
     platform: object
     model: ModelSource
+    #: the platform as a star with the fat-tree's latencies (fat-tree platforms only)
+    star: object | None = None
 
 
 def _dahu():
@@ -109,18 +118,37 @@ def factorial_set(only: list[str] | None) -> list[Scenario]:
     return out
 
 
-#: lever -> (reference, faster way): each way is (name, `exchanges` argument, HPLSIM_PROBE_COUNTS)
+STAMPEDE = [("41x40", 4096), ("41x40", 20480), ("77x78", 4096)]
+
+
+def stampede_set(only: list[str] | None) -> list[Scenario]:
+    preset = get_preset("stampede")
+    model = ModelSource.from_path(preset.model, "builtin:stampede")
+    tree, star = preset.load_platform(), preset.load_platform(fat_tree_as_star=True)
+    out = []
+    for grid, n in STAMPEDE:
+        if only and f"{grid} N={n}" not in only:
+            continue
+        p, q = map(int, grid.split("x"))
+        config = HplConfig(**{**preset.config(n).as_dict(), "p": p, "q": q})
+        out.append(Scenario(f"stampede {grid} N={n}", config, tree, model, star))
+    return out
+
+
+#: lever -> (reference, faster way): each way is (name, `exchanges` argument,
+#: HPLSIM_PROBE_COUNTS, on the scenario's star platform)
 LEVERS = {
-    "exchanges": (("messages", "messages", "on"), ("modelled", "modelled", "on")),
-    "probes": (("simgrid-probes", "modelled", "off"), ("counted-probes", "modelled", "on")),
+    "exchanges": (("messages", "messages", "on", False), ("modelled", "modelled", "on", False)),
+    "probes": (("simgrid-probes", "modelled", "off", False), ("counted-probes", "modelled", "on", False)),
+    "fat-tree-star": (("fat-tree", "modelled", "on", False), ("fat-tree-star", "modelled", "on", True)),
 }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", nargs="+", choices=("local", "dahu", "factorial"), default=["local"])
+    ap.add_argument("--set", nargs="+", choices=("local", "dahu", "factorial", "stampede"), default=["local"])
     ap.add_argument("--only", nargs="+", help="local: the parts to run ('star 8x8', 'dahu 16x16', ...); "
-                    "dahu: the N to run; factorial: B,NB,D,S labels")
+                    "dahu: the N to run; factorial: B,NB,D,S labels; stampede: 'PxQ N=N' labels")
     ap.add_argument("--jobs", type=int, default=1, help="simulations at once (wall times are then not comparable)")
     ap.add_argument("--lever", choices=sorted(LEVERS), default="exchanges",
                     help="which speed lever to compare with its reference (default: %(default)s)")
@@ -137,7 +165,11 @@ def main() -> None:
     for name in args.set:
         scenarios += (local_set(args.only) if name == "local" else
                       dahu_set([int(n) for n in args.only] if args.only else None) if name == "dahu" else
+                      stampede_set(args.only) if name == "stampede" else
                       factorial_set(args.only))
+    if reference[3] or faster[3]:
+        if any(s.star is None for s in scenarios):
+            raise HplsimError(f"--lever {args.lever} compares a fat-tree with its star: it takes --set stampede")
     if args.seeds < 1:
         raise HplsimError("--seeds must be at least 1")
     seeds = list(range(args.seed, args.seed + args.seeds))
@@ -155,8 +187,8 @@ def main() -> None:
     print(f"{len(scenarios)} scenarios, {len(todo)} simulations to run ({len(done)} in {args.results})", flush=True)
 
     def one(job: tuple[Scenario, tuple[str, str, str], int]) -> None:
-        s, (name, exchanges, _), seed = job
-        p = predict(s.config, s.platform, s.model, seed=seed, exchanges=exchanges)
+        s, (name, exchanges, _, on_star), seed = job
+        p = predict(s.config, s.star if on_star else s.platform, s.model, seed=seed, exchanges=exchanges)
         r = {"key": s.key, "exchanges": name, "seed": seed, "gflops": p.gflops, "time_s": p.time_s,
              "sim_wall_s": p.sim_wall_s, "sim_memory_bytes": p.sim_memory_bytes, **p.exchanges}
         with lock:

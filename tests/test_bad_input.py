@@ -265,7 +265,7 @@ def _cases() -> list[Case]:
         ("fat_mismatch.yaml", r"network\.fat_tree: expected .* 4 nodes, got '2;4,4;1,2;1,2', which has 16 leaves"),
         ("fat_syntax.yaml", r"is not SimGrid's \"levels;down"),
         ("fat_missing.yaml", r"network\.fat_tree: expected .*a fat-tree needs 'fat_tree'"),
-        ("ring.yaml", r"network\.topology: expected one of star, fat-tree, got 'ring'"),
+        ("ring.yaml", r"network\.topology: expected one of star, fat-tree, fat-tree-star, got 'ring'"),
         ("bad_policy.yaml", r"network\.sharing_policy: expected one of SHARED"),
         ("bad_placement.yaml", r"placement: expected one of block, cyclic, got 'random'"),
         ("unknown_field.yaml", r"expected only the fields .*, got unknown field\(s\) gpus"),

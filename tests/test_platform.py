@@ -38,7 +38,7 @@ def test_star_and_fat_tree_run_and_place_ranks(tmp_path):
     ({"cores_per_node": 2}, "nodes: expected a positive integer (the field is required), got nothing"),
     ({"nodes": 0}, "nodes: expected a positive integer, got 0"),
     ({"nodes": True}, "nodes: expected a positive integer, got True"),
-    ({"nodes": 2, "network": {"topology": "ring"}}, "network.topology: expected one of star, fat-tree, got 'ring'"),
+    ({"nodes": 2, "network": {"topology": "ring"}}, "network.topology: expected one of star, fat-tree, fat-tree-star, got 'ring'"),
     ({"nodes": 2, "network": {"topology": "fat-tree"}},
      "network.fat_tree: expected SimGrid's topo_parameters (a fat-tree needs 'fat_tree'), got nothing"),
     ({"nodes": 2, "network": {"sharing_policy": "WIDE"}},

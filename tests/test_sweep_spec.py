@@ -127,7 +127,8 @@ def test_hpl_dat_is_a_spec(tmp_path):
      "platform.variations[0].fat_tree: expected SimGrid's topo_parameters, e.g. \"2;4,8;1,2;1,2\" (a fat-tree "
      "needs 'fat_tree'), got nothing"),
     ("hpl: {n: 2000}\nplatform: {variations: [{fat_tree: '2;2,2;1,2;1,1'}]}\n",
-     "platform.variations[0].topology: expected fat-tree ('fat_tree' goes with topology: fat-tree), got nothing"),
+     "platform.variations[0].topology: expected fat-tree or fat-tree-star ('fat_tree' goes with those topologies), "
+     "got nothing"),
     ("hpl: {n: 2000}\nmodel: {variations: [{drop_slowest: 150}]}\n",
      "model.variations[0].drop_slowest: expected a percentage of hosts, in (0, 100), got 150"),
     ("hpl: {n: 2000}\nmodel: {variations: [{drop_slowest: {hosts: 0}}]}\n",

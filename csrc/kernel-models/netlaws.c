@@ -27,7 +27,15 @@
  * hplsim/loopback-bw-factor (within one host) gets both pairs, in the same syntax, through
  * SimGrid's factor callbacks, installed by the first rank before its first message
  * (hplsim_netlaws_install); SimGrid refuses the callbacks beside the smpi/ options. The
- * modelled exchanges read the same laws here. */
+ * modelled exchanges read the same laws here.
+ *
+ * A fat-tree's latencies on a star (lab notebook E90): a root zone property
+ * hplsim/fat-tree-latencies, SimGrid's FAT_TREE parameters "levels;down,...;up,...;links,...",
+ * makes a star of the same hosts (each host's own link, route latency 2 links) take, on every
+ * route, that fat-tree's latency: a route whose lowest common switch is at level l crosses 2l
+ * links of the same latency, so its latency factor is multiplied by l. Hosts sit under the
+ * switches in the cluster's radical order, as in SimGrid's FAT_TREE. The star's max-min
+ * system couples only flows that share a host, which is what makes it cheaper to solve. */
 #include <math.h>
 #include <simgrid/host.h>
 #include <stdio.h>
@@ -106,10 +114,52 @@ static void read_law(const char *name, int arity, law *out)
   parse(name, text, arity, out);
 }
 
-/* The per-route laws: [0] between two hosts, [1] within one (the loopback). */
+/* The per-route laws: [0] between two hosts, [1] within one (the loopback); and the
+ * fat-tree whose latencies a star takes (levels 0: none), by its down counts. */
+#define MAX_LEVELS 8
 typedef struct {
   law lat[2], bw[2];
+  int levels;
+  long down[MAX_LEVELS];
 } route_laws;
+
+#define FAT_TREE_LATENCIES "hplsim/fat-tree-latencies"
+
+static void parse_fat_tree(const char *text, route_laws *out)
+{
+  char *end;
+  long levels = strtol(text, &end, 10);
+  if (end == text || *end != ';' || levels < 1 || levels > MAX_LEVELS)
+    hplsim_fatal("cannot read %s \"%s\": expected SimGrid's FAT_TREE \"levels;down,...;up,...;links,...\" with "
+                 "at most %d levels", FAT_TREE_LATENCIES, text, MAX_LEVELS);
+  for (long i = 0; i < levels; i++) {
+    const char *start = end + 1;
+    out->down[i] = strtol(start, &end, 10);
+    if (end == start || out->down[i] < 1 || *end != (i + 1 < levels ? ',' : ';'))
+      hplsim_fatal("cannot read %s \"%s\": expected %ld positive down counts", FAT_TREE_LATENCIES, text, levels);
+  }
+  out->levels = (int)levels;
+}
+
+/* The level of the lowest switch above both hosts (1: the same leaf switch), or 1 for the
+ * loopback and without a fat-tree. */
+static double route_level(const route_laws *l, const_sg_host_t src, const_sg_host_t dst)
+{
+  if (l->levels == 0 || src == dst)
+    return 1.0;
+  long a = hplsim_host_position(src), b = hplsim_host_position(dst);
+  if (a < 0 || b < 0)
+    hplsim_fatal("%s: a host of the route is not among the platform's hosts", FAT_TREE_LATENCIES);
+  long group = 1;
+  for (int level = 1; level <= l->levels; level++) {
+    group *= l->down[level - 1];
+    if (a / group == b / group)
+      return level;
+  }
+  hplsim_fatal("%s: hosts %ld and %ld are not under one switch of the fat-tree (%ld hosts)", FAT_TREE_LATENCIES, a,
+               b, group);
+  return 0;
+}
 
 static const char *const ROUTE_LAW_NAMES[2][2] = {{"hplsim/lat-factor", "hplsim/bw-factor"},
                                                   {"hplsim/loopback-lat-factor", "hplsim/loopback-bw-factor"}};
@@ -123,6 +173,10 @@ static int read_route_laws(route_laws *out)
   for (int route = 0; route < 2; route++)
     for (int which = 0; which < 2; which++)
       found += sg_zone_get_property_value(root, ROUTE_LAW_NAMES[route][which]) != NULL;
+  const char *tree = sg_zone_get_property_value(root, FAT_TREE_LATENCIES);
+  if (found == 0 && tree)
+    hplsim_fatal("the platform's zone sets %s without the 4 per-route factors (hplsim/lat-factor, hplsim/bw-factor, "
+                 "hplsim/loopback-lat-factor, hplsim/loopback-bw-factor) through which it acts", FAT_TREE_LATENCIES);
   if (found == 0)
     return 0;
   if (found != 4)
@@ -133,14 +187,23 @@ static int read_route_laws(route_laws *out)
       const char *name = ROUTE_LAW_NAMES[route][which];
       parse(name, sg_zone_get_property_value(root, name), 1, which == 0 ? &out->lat[route] : &out->bw[route]);
     }
+  out->levels = 0;
+  if (tree)
+    parse_fat_tree(tree, out);
   return 1;
 }
 
 /* SimGrid's callbacks evaluate this: it reads only `laws`, which outlives every rank. */
-static double route_factor(const void *laws, int latency, int loopback, double size)
+static double law_factor(const route_laws *l, int latency, int loopback, double size)
+{
+  return eval(latency ? &l->lat[loopback != 0] : &l->bw[loopback != 0], size, 1.0);
+}
+
+static double route_factor(const void *laws, int latency, const_sg_host_t src, const_sg_host_t dst, double size)
 {
   const route_laws *l = laws;
-  return eval(latency ? &l->lat[loopback != 0] : &l->bw[loopback != 0], size, 1.0);
+  double f = law_factor(l, latency, src == dst, size);
+  return latency ? f * route_level(l, src, dst) : f;
 }
 
 #define INSTALLED "hplsim/factor-callbacks-installed"
@@ -194,6 +257,7 @@ static void load(void)
     read_law("smpi/bw-factor", 1, &net.routes.bw[0]);
     net.routes.lat[1] = net.routes.lat[0];
     net.routes.bw[1] = net.routes.bw[0];
+    net.routes.levels = 0;
   }
   net.gamma = sg_cfg_get_double("network/TCP-gamma");
   net.detached = sg_cfg_get_int("smpi/send-is-detached-thresh");
@@ -237,8 +301,8 @@ void hplsim_message_price(sg_host_t src, sg_host_t dst, double bytes, double rou
     cache[k].loopback = loopback;
     cache[k].os = eval(&net.os, bytes, 0.0);
     cache[k].or_ = eval(&net.or_, bytes, 0.0);
-    cache[k].lat = route_factor(&net.routes, 1, loopback, bytes + ENVELOPE);
-    cache[k].bw = route_factor(&net.routes, 0, loopback, bytes + ENVELOPE);
+    cache[k].lat = law_factor(&net.routes, 1, loopback, bytes + ENVELOPE);
+    cache[k].bw = law_factor(&net.routes, 0, loopback, bytes + ENVELOPE);
   }
   cost->detached = bytes < net.detached;
   cost->eager = bytes < net.async;
@@ -247,5 +311,6 @@ void hplsim_message_price(sg_host_t src, sg_host_t dst, double bytes, double rou
   double rate = route_bandwidth;
   if (net.gamma > 0 && route_latency > 0 && net.gamma / (2.0 * route_latency) < rate)
     rate = net.gamma / (2.0 * route_latency);
-  cost->transfer = route_latency * cache[k].lat + (bytes + ENVELOPE) / (rate * cache[k].bw);
+  double lat = cache[k].lat * route_level(&net.routes, src, dst);
+  cost->transfer = route_latency * lat + (bytes + ENVELOPE) / (rate * cache[k].bw);
 }

@@ -409,6 +409,10 @@ def _format_breakdown(p: Prediction) -> str:
 @hpl_options
 @click.option("--platform", "platform_path", type=click.Path(path_type=Path),
               help="Platform: YAML spec or SimGrid XML (default: the built-in Dahu platform).")
+@click.option("--fat-tree-as-star", is_flag=True,
+              help="Run a fat-tree platform spec as a star of its hosts whose routes keep the fat-tree's "
+                   "latencies: several times faster to simulate, without the switch links' contention "
+                   "(docs/predict.md, Fat-trees as stars).")
 @click.option("--ranks-per-host", type=RANKS_PER_HOST, help="Rank slots per host of an XML platform (default: its cores).")
 @click.option("--model", "model_path", type=click.Path(path_type=Path),
               help="Model file (default: the built-in Dahu models).")
@@ -467,8 +471,8 @@ def predict_command(**opts) -> None:
     if preset is not None and preset.machine_state:
         # two presets describe one cluster in two states: say which one answers
         click.echo(f"hplsim: preset {preset.name}: {preset.machine_state}", err=True)
-    platform = (load_platform(opts["platform_path"], opts["ranks_per_host"]) if opts["platform_path"]
-                else source.load_platform(opts["ranks_per_host"]))
+    platform = (load_platform(opts["platform_path"], opts["ranks_per_host"], opts["fat_tree_as_star"])
+                if opts["platform_path"] else source.load_platform(opts["ranks_per_host"], opts["fat_tree_as_star"]))
     model = (ModelSource.from_path(opts["model_path"]) if opts["model_path"]
              else ModelSource.from_path(source.model, f"builtin:{source.name}"))
     if opts["spatial_variability"] is not None or opts["temporal_variability"] is not None:

@@ -23,7 +23,9 @@ from hplsim.formats import Field, Invalid, Record
 
 FORMAT_NAME = "hplsim-platform"
 SHARING_POLICIES = ("SHARED", "SPLITDUPLEX", "FATPIPE")
-TOPOLOGIES = ("star", "fat-tree")
+#: "fat-tree-star": the fat-tree's hosts on a star (each host's own link) whose routes take the
+#: fat-tree's latencies (docs/formats/platform.md; lab notebook E90)
+TOPOLOGIES = ("star", "fat-tree", "fat-tree-star")
 PLACEMENTS = ("block", "cyclic")
 
 _UNIT_RE = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
@@ -234,6 +236,9 @@ class PlatformSpec:
         if self.topology == "fat-tree":
             attrs["topology"] = "FAT_TREE"
             attrs["topo_parameters"] = str(self.fat_tree)
+        smpi = self.smpi
+        if self.topology == "fat-tree-star":
+            smpi = star_of_fat_tree(smpi, str(self.fat_tree))
         cluster = "    <cluster " + " ".join(f"{k}={quoteattr(v)}" for k, v in attrs.items()) + "/>"
         lines = [
             '<?xml version="1.0"?>',
@@ -242,14 +247,14 @@ class PlatformSpec:
         ]
         # the per-route factors are the root zone's properties, read by hplsim's runtime
         # (csrc/kernel-models/netlaws.c); SimGrid refuses options it does not know
-        config = {k: v for k, v in self.smpi.items() if k not in ROUTE_FACTORS}
+        config = {k: v for k, v in smpi.items() if k not in ZONE_PROPERTIES}
         if config:
             lines.append('  <config id="General">')
             lines += [f"    <prop id={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in config.items()]
             lines.append("  </config>")
         lines.append('  <zone id="world" routing="Full">')
-        lines += [f"    <prop id={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in self.smpi.items()
-                  if k in ROUTE_FACTORS]
+        lines += [f"    <prop id={quoteattr(k)} value={quoteattr(str(v))}/>" for k, v in smpi.items()
+                  if k in ZONE_PROPERTIES]
         lines += [cluster, "  </zone>", "</platform>"]
         return "\n".join(lines) + "\n"
 
@@ -259,6 +264,30 @@ class PlatformSpec:
 
 #: per-route factors (docs/formats/platform.md): between two hosts, then within one
 ROUTE_FACTORS = ("hplsim/lat-factor", "hplsim/bw-factor", "hplsim/loopback-lat-factor", "hplsim/loopback-bw-factor")
+#: the fat-tree whose route latencies a star takes (topology fat-tree-star): a root zone
+#: property read by hplsim's runtime through the per-route factors' callbacks
+FAT_TREE_LATENCIES = "hplsim/fat-tree-latencies"
+ZONE_PROPERTIES = (*ROUTE_FACTORS, FAT_TREE_LATENCIES)
+
+
+def star_of_fat_tree(smpi: dict[str, str], fat_tree: str) -> dict[str, str]:
+    """The SimGrid options of a star that takes `fat_tree`'s route latencies: the latency's
+    multiple acts through the per-route factors' callbacks, which SimGrid takes only in place
+    of smpi/lat-factor and smpi/bw-factor, so those laws (1 when absent) become the per-route
+    factors of both routes.
+
+    >>> star_of_fat_tree({"smpi/bw-factor": "0:0.795"}, "2;20,320;1,8;1,2")["hplsim/bw-factor"]
+    '0:0.795'
+    >>> star_of_fat_tree({}, "2;20,320;1,8;1,2")["hplsim/loopback-lat-factor"]
+    '0:1'
+    """
+    out = {k: v for k, v in smpi.items() if k not in ("smpi/lat-factor", "smpi/bw-factor")}
+    if not any(k in smpi for k in ROUTE_FACTORS):
+        for kind in ("lat", "bw"):
+            law = smpi.get(f"smpi/{kind}-factor", "0:1")
+            out[f"hplsim/{kind}-factor"] = out[f"hplsim/loopback-{kind}-factor"] = law
+    out[FAT_TREE_LATENCIES] = fat_tree
+    return out
 # SimGrid crashes (segfault) on a malformed piecewise option: check them here.
 _PIECEWISE_ARITY = {"smpi/bw-factor": 2, "smpi/lat-factor": 2, "smpi/os": 3, "smpi/or": 3, "smpi/ois": 3,
                     **{name: 2 for name in ROUTE_FACTORS}}
@@ -403,7 +432,7 @@ def spec_from_dict(doc: Any, source: str = "<spec>") -> PlatformSpec:
         q = BANDWIDTH if key.endswith("bandwidth") else TIME if key.endswith("latency") else None
         if q is not None and value is not None and isinstance(raw_net, Mapping) and key in raw_net:
             _warn_implausible(f"{where}: network.{key}", raw_net[key], value, q, bare=False)
-    if net["topology"] == "fat-tree":
+    if net["topology"] in ("fat-tree", "fat-tree-star"):
         if not net["fat_tree"]:
             raise formats.error(where, "network.fat_tree", "SimGrid's topo_parameters (a fat-tree needs 'fat_tree')",
                                 shown_as="nothing")
@@ -495,6 +524,11 @@ def _check_xml_route_factors(root: ET.Element, source: str) -> None:
     props = {el.get("id", ""): el.get("value", "") for el in (zone if zone is not None else ()) if el.tag == "prop"}
     config = {el.get("id", ""): el.get("value", "") for c in root if c.tag == "config" for el in c if el.tag == "prop"}
     given = {k: v for k, v in props.items() if k in ROUTE_FACTORS}
+    if FAT_TREE_LATENCIES in props:
+        if not given:
+            raise HplsimError(f"platform {source}: root zone: {FAT_TREE_LATENCIES} acts through the four per-route "
+                              f"factors ({', '.join(ROUTE_FACTORS)}): give them too")
+        fat_tree_leaves(props[FAT_TREE_LATENCIES], f"platform {source}: root zone {FAT_TREE_LATENCIES}")
     if not given:
         return
     options = {**given, **{k: v for k, v in config.items() if k in ("smpi/lat-factor", "smpi/bw-factor")}}
@@ -537,13 +571,22 @@ def platform_from_xml(xml_text: str, source: str, ranks_per_host: int | None = N
     return Platform(xml_text, slots, {}, Path(source).name)
 
 
-def load_platform(path: Path, ranks_per_host: int | None = None) -> Platform:
-    """A platform from a YAML spec or a SimGrid XML file (decided by content)."""
+def load_platform(path: Path, ranks_per_host: int | None = None, fat_tree_as_star: bool = False) -> Platform:
+    """A platform from a YAML spec or a SimGrid XML file (decided by content).
+    `fat_tree_as_star`: a fat-tree spec's hosts on a star with its routes' latencies
+    (topology fat-tree-star), for speed; any other platform is refused."""
     path = Path(path)
     text = formats.read_text(path, "platform file")
     if text.lstrip().startswith("<"):
+        if fat_tree_as_star:
+            raise HplsimError(f"--fat-tree-as-star: platform {path} is a SimGrid XML; it takes a platform spec "
+                              "(YAML) whose topology is fat-tree")
         return platform_from_xml(text, str(path), ranks_per_host)
     spec = spec_from_dict(formats.parse_yaml(text, f"platform spec {path}"), str(path))
+    if fat_tree_as_star:
+        if spec.topology != "fat-tree":
+            raise HplsimError(f"--fat-tree-as-star: platform spec {path} has topology {spec.topology}, not fat-tree")
+        spec.topology = "fat-tree-star"
     if ranks_per_host is not None:
         spec.ranks_per_node = ranks_per_host
     return spec.platform(path.stem)

@@ -33,11 +33,12 @@ class Preset:
     #: which state of the machine the preset describes, said whenever it runs
     machine_state: str = ""
 
-    def load_platform(self, ranks_per_host: int | None = None) -> Platform:
+    def load_platform(self, ranks_per_host: int | None = None, fat_tree_as_star: bool = False) -> Platform:
         """The preset's platform as `hplsim predict --preset` runs it: its ranks per host
-        (unless given), its MPI semantics, labelled ``builtin:NAME``."""
-        p = load_platform(self.platform, ranks_per_host or self.ranks_per_host)
-        p.label = f"builtin:{self.name}"
+        (unless given), its MPI semantics, labelled ``builtin:NAME`` (``builtin:NAME:star``
+        with `fat_tree_as_star`)."""
+        p = load_platform(self.platform, ranks_per_host or self.ranks_per_host, fat_tree_as_star)
+        p.label = f"builtin:{self.name}" + (":star" if fat_tree_as_star else "")
         return dataclasses.replace(p, iprobe_reports=self.iprobe_reports)
 
 

@@ -385,12 +385,12 @@ def _variation_name(fields: Mapping[str, Any]) -> str:
 def _platform_variation(raw: Any, source: str, where: str) -> PlatformVariation:
     d = formats.read(PLATFORM_VARIATION, raw, f"sweep spec {source}", where)
     fields = {k: v for k, v in d.items() if k != "name" and v is not None}
-    if d["topology"] == "fat-tree" and d["fat_tree"] is None:
+    if d["topology"] in ("fat-tree", "fat-tree-star") and d["fat_tree"] is None:
         raise formats.error(f"sweep spec {source}", f"{where}.fat_tree", "SimGrid's topo_parameters, e.g. "
                             "\"2;4,8;1,2;1,2\" (a fat-tree needs 'fat_tree')", shown_as="nothing")
-    if d["fat_tree"] is not None and d["topology"] != "fat-tree":
-        raise formats.error(f"sweep spec {source}", f"{where}.topology", "fat-tree ('fat_tree' goes with "
-                            "topology: fat-tree)", d["topology"], shown_as=None if d["topology"] else "nothing")
+    if d["fat_tree"] is not None and d["topology"] not in ("fat-tree", "fat-tree-star"):
+        raise formats.error(f"sweep spec {source}", f"{where}.topology", "fat-tree or fat-tree-star ('fat_tree' goes "
+                            "with those topologies)", d["topology"], shown_as=None if d["topology"] else "nothing")
     name = d["name"] if d["name"] is not None else _variation_name(fields)
     return PlatformVariation(name=name, **fields)
 
