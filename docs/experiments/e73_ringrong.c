@@ -1,7 +1,9 @@
 /* The structure of RingRong (Ezibenroc/platform-calibration test_ring.c, which the Dahu
  * preset's loaded network was fitted on), written anew and simulated: does SMPI reproduce a
  * per-message
- * "intercept" from the benchmark's own busy partner? (hplsim lab notebook E73) */
+ * "intercept" from the benchmark's own busy partner? (hplsim lab notebook E73)
+ * usage: rr DGEMM_SECONDS PROGRESSED [ALL_BUSY]: ALL_BUSY 1 is the benchmark before its
+ * commit dff63df (b455639), whose receive of the reply busy-waits too (E91). */
 #include <mpi.h>
 #include <smpi/smpi.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 
 static double dgemm_s;
 static int progressed_remote;
+static int all_busy; /* b455639: every receive busy-waits, the reply too */
 static int me, n;
 static char *sbuf, *rbuf;
 
@@ -54,6 +57,7 @@ int main(int argc, char **argv)
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   dgemm_s = atof(argv[1]);
   progressed_remote = atoi(argv[2]);
+  all_busy = argc > 3 && atoi(argv[3]);
   int sizes[] = {1000, 4000, 12000, 24000, 48000, 128000, 1000000, 4000000};
   int nsizes = sizeof sizes / sizeof *sizes;
   sbuf = SMPI_SHARED_MALLOC(4000000);
@@ -67,14 +71,14 @@ int main(int argc, char **argv)
       int size = sizes[s];
       if (me == 0) {
         timed_send(size, next, "ring", out);
-        timed_recv(size, next, 0, "rong", out);
+        timed_recv(size, next, all_busy, "rong", out);
         timed_recv(size, prev, 1, "ring", out);
         timed_send(size, prev, "rong", out);
       } else {
         timed_recv(size, prev, 1, "ring", out);
         timed_send(size, prev, "rong", out);
         timed_send(size, next, "ring", out);
-        timed_recv(size, next, 0, "rong", out);
+        timed_recv(size, next, all_busy, "rong", out);
       }
     }
   fclose(out);
