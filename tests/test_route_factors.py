@@ -137,20 +137,26 @@ def _one_way(flows: Path, platform: Path, same_node: bool, size: int, tmp: Path)
     return seconds
 
 
-def test_dahus_pieces_above_6_mb_run_at_the_measured_rate_within_a_node_only(flows, tmp_path):
-    """`loaded_platform_xml(large_pieces=True)`: a 7-16 MB message within a node runs at
-    RingRong's rate (1.888 GB/s, no intercept); below 6 MB within a node, and between nodes
-    at every size, each message takes the preset's time to the bit (E85: SimGrid 3.32 cannot
-    give the remote route's measured cap by size)."""
-    large = tmp_path / "large.xml"
-    large.write_text(dahu.loaded_platform_xml(dahu.PUBLISHED_PLATFORM_XML.read_text(), large_pieces=True))
+@pytest.mark.parametrize("intercepts", [True, False])
+def test_dahus_pieces_above_6_mb_run_at_the_measured_rate_within_a_node_only(flows, tmp_path, intercepts):
+    """`loaded_platform_xml(large_pieces=True)`, with E53's intercepts (the preset's
+    platform) and without them (E91): a 7-16 MB message within a node runs at RingRong's
+    rate (1.888 GB/s, no intercept); below 6 MB within a node, and between nodes at every
+    size, each message takes the same platform's time without the pieces to the bit (E85:
+    SimGrid 3.32 cannot give the remote route's measured cap by size)."""
+    published = dahu.PUBLISHED_PLATFORM_XML.read_text()
+    large, base = tmp_path / "large.xml", tmp_path / "base.xml"
+    large.write_text(dahu.loaded_platform_xml(published, intercepts=intercepts, large_pieces=True))
+    base.write_text(dahu.loaded_platform_xml(published, intercepts=intercepts))
+    if intercepts:
+        assert base.read_text() == dahu.PLATFORM_XML.read_text()
     a, b = (_one_way(flows, large, True, size, tmp_path) for size in (7_000_000, 16_000_000))
     assert 9_000_000 / (b - a) == pytest.approx(1.888e9, rel=0.002)
     assert 16_000_016 / b == pytest.approx(1.888e9, rel=0.002)  # no intercept: the 16-byte envelope only
     for same_node, size in [(True, 4_000), (True, 100_000), (True, 5_000_000),
                             (False, 4_000), (False, 5_000_000), (False, 7_000_000), (False, 16_000_000)]:
-        assert _one_way(flows, large, same_node, size, tmp_path) == _one_way(flows, dahu.PLATFORM_XML, same_node,
-                                                                             size, tmp_path), (same_node, size)
+        assert _one_way(flows, large, same_node, size, tmp_path) == _one_way(flows, base, same_node, size,
+                                                                             tmp_path), (same_node, size)
 
 
 def test_a_simgrid_xml_is_checked_before_the_run(tmp_path):
