@@ -12,7 +12,8 @@ from docexamples import run_examples
 
 def test_presets_doc_examples_run(tmp_path):
     results = run_examples(REPO / "docs" / "presets.md", tmp_path)
-    assert len(results) == 1 and "WC05C2R4" in results[0].stdout  # Stampede's T/V: column-major, depth 0, longM
+    assert len(results) == 2 and "WC05C2R4" in results[0].stdout  # Stampede's T/V: column-major, depth 0, longM
+    assert "platform: builtin:stampede:star" in results[1].stdout
 
 
 @pytest.mark.slow
