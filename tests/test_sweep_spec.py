@@ -235,12 +235,22 @@ def test_platform_variations_on_a_platform_spec(tmp_path):
         hpl: {n: 2000, nb: 64, grids: all}
         platform:
           path: cluster.yaml
-          variations: [{}, {bandwidth: 0.5}, {nodes: 8}]
+          variations: [{}, {bandwidth: 0.5}, {nodes: 8},
+                       {name: tree, topology: fat-tree, fat_tree: "2;2,2;1,2;1,1"},
+                       {name: star, topology: fat-tree-star, fat_tree: "2;2,2;1,2;1,1"}]
     """))
     plan = make_plan(spec, tmp_path / "work", None)
     v = {x.platform_variation: x for x in plan.variants}
     assert 'bw="5000000000.0Bps"' in v["bandwidth x0.5"].platform.xml
     assert len(v["nodes=8"].platform.slots) == 16
+    # the fat-tree's hosts on a star with its route latencies (E90): another platform
+    assert 'FAT_TREE' in v["tree"].platform.xml and 'FAT_TREE' not in v["star"].platform.xml
+    assert '<prop id="hplsim/fat-tree-latencies" value="2;2,2;1,2;1,1"/>' in v["star"].platform.xml
+    with pytest.raises(HplsimError, match="fat-tree-star takes a platform spec"):
+        make_plan(load_spec(spec_file(tmp_path, """
+            hpl: {n: 2000}
+            platform: {variations: [{nodes: 4, topology: fat-tree-star, fat_tree: "2;2,2;1,2;1,1"}]}
+        """)), tmp_path / "work2", None)
     # grids: all = every P <= Q with P*Q = the variant's slots
     assert {(t.config.p, t.config.q) for t in plan.tasks if t.variant == 2} == {(1, 16), (2, 8), (4, 4)}
     assert {(t.config.p, t.config.q) for t in plan.tasks if t.variant == 0} == {(1, 8), (2, 4)}

@@ -3,7 +3,7 @@
 A variant is a (platform, model) pair that `predict` runs as is. Transformations:
 
 - platform: bandwidth / latency / loopback bandwidth (factor or absolute), node count,
-  topology (star / fat-tree), sharing policy — on a platform spec (YAML) by changing its
+  topology (star / fat-tree / fat-tree-star, the last on a spec only), sharing policy — on a platform spec (YAML) by changing its
   fields, on a SimGrid XML by editing the attributes of its ``<cluster>`` / ``<link>``
   elements (node count and topology only for an XML with a single cluster);
 - model: per-host speed factors (kernel durations divided by the factor, noise included),
@@ -125,7 +125,7 @@ def _vary_spec(base: PlatformSpec, v: PlatformVariation, where: str) -> Platform
         s.topology, s.fat_tree = v.topology, v.fat_tree
     if v.sharing_policy is not None:
         s.sharing_policy = v.sharing_policy
-    if s.topology == "fat-tree" and fat_tree_leaves(s.fat_tree or "", where) != s.nodes:
+    if s.topology in ("fat-tree", "fat-tree-star") and fat_tree_leaves(s.fat_tree or "", where) != s.nodes:
         raise HplsimError(f"{where}: fat_tree {s.fat_tree!r} has {fat_tree_leaves(s.fat_tree or '', where)} "
                           f"leaves but the platform has {s.nodes} nodes")
     return s
@@ -154,6 +154,9 @@ def _vary_xml(xml: str, v: PlatformVariation, where: str) -> str:
     def lat(attr_change):
         return lambda old: None if old is None else f"{_scaled(duration(old, where, bare=True), attr_change, duration, where)!r}s"
 
+    if v.topology == "fat-tree-star":
+        raise HplsimError(f"{where}: topology fat-tree-star takes a platform spec (YAML) as its base: it writes the "
+                          "SMPI factors as per-route factors, which a SimGrid XML's edit does not")
     clusters = re.findall(r"<cluster\b[^>]*>", xml)
     if (v.nodes is not None or v.topology is not None) and (len(clusters) != 1 or re.search(r"<host\b", xml)):
         raise HplsimError(f"{where}: changing the node count or topology of a SimGrid XML needs a platform "
