@@ -116,6 +116,9 @@ def test_bad_fat_tree_latencies_are_refused_before_the_run(tmp_path):
     path.write_text(xml.replace(TREE, "2;4,4;1,2"))
     with pytest.raises(HplsimError, match=r"p.xml: root zone hplsim/fat-tree-latencies: fat_tree"):
         load_platform(path)
+    path.write_text(xml.replace(TREE, "2;4,2;1,2;1,1"))
+    with pytest.raises(HplsimError, match=r"places 8 hosts under its switches, but the platform has 16"):
+        load_platform(path)
     bare = "\n".join(line for line in xml.splitlines() if "factor" not in line)
     path.write_text(bare)
     with pytest.raises(HplsimError, match="acts through the four per-route factors"):

@@ -514,14 +514,22 @@ def xml_hosts(xml_text: str, source: str) -> list[tuple[str, int]]:
         raise HplsimError(f"platform {source}: no host found")
     _check_xml_links(root, source)
     _check_xml_route_factors(root, source)
+    tree = _root_zone_props(root).get(FAT_TREE_LATENCIES)
+    if tree is not None and fat_tree_leaves(tree, "") != len(hosts):
+        raise HplsimError(f"platform {source}: root zone {FAT_TREE_LATENCIES} {tree!r} places "
+                          f"{fat_tree_leaves(tree, '')} hosts under its switches, but the platform has {len(hosts)}")
     return hosts
+
+
+def _root_zone_props(root: ET.Element) -> dict[str, str]:
+    zone = next((el for el in root if el.tag in ("zone", "AS")), None)
+    return {el.get("id", ""): el.get("value", "") for el in (zone if zone is not None else ()) if el.tag == "prop"}
 
 
 def _check_xml_route_factors(root: ET.Element, source: str) -> None:
     """The per-route factors (the root zone's hplsim/ properties) with the spec's rules,
     before the runtime would stop the simulation on them."""
-    zone = next((el for el in root if el.tag in ("zone", "AS")), None)
-    props = {el.get("id", ""): el.get("value", "") for el in (zone if zone is not None else ()) if el.tag == "prop"}
+    props = _root_zone_props(root)
     config = {el.get("id", ""): el.get("value", "") for c in root if c.tag == "config" for el in c if el.tag == "prop"}
     given = {k: v for k, v in props.items() if k in ROUTE_FACTORS}
     if FAT_TREE_LATENCIES in props:
