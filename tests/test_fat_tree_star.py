@@ -9,6 +9,7 @@ against the modelled one."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -19,9 +20,8 @@ from hplsim.hpl.config import HplConfig
 from hplsim.platform.spec import load_platform, spec_from_dict
 from hplsim.predict import ModelSource, predict
 from hplsim.presets import DEFAULT
-
-CSRC = Path(__file__).resolve().parents[1] / "csrc" / "kernel-models"
-FLOWS_C = Path(__file__).parent / "csrc" / "flows.c"
+from helpers import run_cli
+from test_route_factors import flows  # noqa: F401  (the fixture: flows.c with the runtime's factors)
 
 #: 16 hosts under 4 leaf switches of 4, two core switches: latencies of 2 and 4 links
 TREE = "2;4,4;1,2;1,1"
@@ -33,19 +33,6 @@ def spec(topology: str, smpi: dict[str, str] = LAWS, **net):
     return spec_from_dict({"nodes": 16, "host_prefix": "h", "smpi": smpi,
                            "network": {"topology": topology, "fat_tree": TREE, "bandwidth": "7GBps",
                                        "latency": "5.2us", **net}})
-
-
-@pytest.fixture(scope="module")
-def flows(tmp_path_factory) -> Path:
-    """flows.c with the runtime's per-route factors (as the emulated HPL installs them)."""
-    out = tmp_path_factory.mktemp("flows")
-    obj = out / "simgrid_config.o"
-    subprocess.run(["smpicc", "-O2", "-c", str(CSRC / "simgrid_config.cpp"), "-o", str(obj)], check=True,
-                   capture_output=True)
-    subprocess.run(["smpicc", "-O2", "-DHPLSIM_NETLAWS", f"-I{CSRC}", "-o", str(out / "flows"), str(FLOWS_C),
-                    str(CSRC / "netlaws.c"), str(CSRC / "fatal.c"), str(obj), "-lstdc++", "-lm"],
-                   check=True, capture_output=True)
-    return out / "flows"
 
 
 def _one_way(flows: Path, topology: str, src: int, dst: int, size: int, tmp: Path) -> float:
@@ -125,20 +112,14 @@ def test_bad_fat_tree_latencies_are_refused_before_the_run(tmp_path):
         load_platform(path)
 
 
-def _hplsim(*args: str) -> subprocess.CompletedProcess:
-    hplsim = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "hplsim"
-    return subprocess.run([str(hplsim), *args], capture_output=True, text=True, timeout=600)
-
-
 def test_predict_runs_a_fat_tree_preset_as_a_star_and_refuses_other_platforms(tmp_path):
     """Stampede's preset on 20 of its nodes (one leaf) and on 40 (two leaves, a process
     row across both): within a leaf no link is shared between two nodes' flows in either
     network, so the star gives the fat-tree's Gflops exactly; across leaves both run and
     are labelled. A platform that is not a fat-tree spec gets one error line."""
-    import json
 
     def gflops(grid: list[str], star: bool) -> tuple[float, str]:
-        out = _hplsim("predict", "--preset", "stampede", "-N", "3072", *grid, "--seed", "1", "--json",
+        out = run_cli("predict", "--preset", "stampede", "-N", "3072", *grid, "--seed", "1", "--json",
                       *(["--fat-tree-as-star"] if star else []))
         assert out.returncode == 0, out.stderr
         (run,) = json.loads(out.stdout)
@@ -151,7 +132,7 @@ def test_predict_runs_a_fat_tree_preset_as_a_star_and_refuses_other_platforms(tm
     for platform, why in [(["--preset", "dahu"], "is a SimGrid XML"),
                           (["--platform", str(tmp_path / "star.yaml")], "has topology star, not fat-tree")]:
         (tmp_path / "star.yaml").write_text("nodes: 4\nnetwork: {bandwidth: 1GBps, latency: 1us}\n")
-        out = _hplsim("predict", *platform, "-N", "1000", "-P", "2", "-Q", "2", "--fat-tree-as-star")
+        out = run_cli("predict", *platform, "-N", "1000", "-P", "2", "-Q", "2", "--fat-tree-as-star")
         lines = out.stderr.strip().splitlines()
         assert out.returncode != 0 and lines[-1].startswith("hplsim: error: --fat-tree-as-star:") and why in lines[-1]
         assert "Traceback" not in out.stderr

@@ -193,12 +193,12 @@ static int read_route_laws(route_laws *out)
   return 1;
 }
 
-/* SimGrid's callbacks evaluate this: it reads only `laws`, which outlives every rank. */
 static double law_factor(const route_laws *l, int latency, int loopback, double size)
 {
   return eval(latency ? &l->lat[loopback != 0] : &l->bw[loopback != 0], size, 1.0);
 }
 
+/* SimGrid's callbacks evaluate this: it reads only `laws`, which outlives every rank. */
 static double route_factor(const void *laws, int latency, const_sg_host_t src, const_sg_host_t dst, double size)
 {
   const route_laws *l = laws;

@@ -515,9 +515,10 @@ def xml_hosts(xml_text: str, source: str) -> list[tuple[str, int]]:
     _check_xml_links(root, source)
     _check_xml_route_factors(root, source)
     tree = _root_zone_props(root).get(FAT_TREE_LATENCIES)
-    if tree is not None and fat_tree_leaves(tree, "") != len(hosts):
+    placed = None if tree is None else fat_tree_leaves(tree, "")
+    if placed is not None and placed != len(hosts):
         raise HplsimError(f"platform {source}: root zone {FAT_TREE_LATENCIES} {tree!r} places "
-                          f"{fat_tree_leaves(tree, '')} hosts under its switches, but the platform has {len(hosts)}")
+                          f"{placed} hosts under its switches, but the platform has {len(hosts)}")
     return hosts
 
 
