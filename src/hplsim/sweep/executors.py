@@ -251,6 +251,10 @@ def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:
             p.terminate()
     for p in processes:
         p.join(timeout=10)
+    # the executor's manager thread then notices its dead workers and ends; joining it here
+    # keeps Python 3.11's exit hook from waking it through a pipe already closed (a
+    # traceback on stderr, "Bad file descriptor", after the sweep's one error line)
+    pool.shutdown(wait=True)
 
 
 # ------------------------------------------------------------------------------- dask
