@@ -27,12 +27,14 @@ from hplsim.cli import run as hplsim_run
 
 HPLSIM = [sys.executable, "-m", "hplsim.cli"]
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "docs" / "experiments"
 
 
-def load_benchmark(script: str, name: str):
-    """A script of benchmarks/ imported as the module `name` (registered in sys.modules,
-    where dataclasses look their module up), to test its functions without running it."""
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / script)
+def load_benchmark(script: str, name: str, folder: Path = BENCHMARKS):
+    """A script of benchmarks/ (or of another `folder`, such as the lab notebook's
+    `EXPERIMENTS`) imported as the module `name` (registered in sys.modules, where
+    dataclasses look their module up), to test its functions without running it."""
+    spec = importlib.util.spec_from_file_location(name, folder / script)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

@@ -3,22 +3,20 @@ between a sweep of predictions and its state's runs on panels and flops
 (`docs/experiments/e92_states.py`, E38's method). This holds the fit to a gap of known shape
 and the reading to the reference data it quotes."""
 
-import importlib.util
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT / "reference" / "dahu"
+from conftest import REFERENCE as REFERENCES
+from helpers import EXPERIMENTS, load_benchmark
+
+REFERENCE = REFERENCES / "dahu"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("e92_states", ROOT / "docs" / "experiments" / "e92_states.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("e92_states.py", "e92_states", EXPERIMENTS)
 
 
 def _store(path: Path, rows: list[tuple[int, float, float]]) -> Path:

@@ -10,15 +10,12 @@ dahu/mpi/remote_calibration.ipynb @ d359ae6, cell 45, the remote ping-pong: 2.20
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 
 import pytest
 
-from conftest import REPO
+from helpers import EXPERIMENTS, load_benchmark
 from hplsim.presets import dahu
-
-EXPERIMENTS = REPO / "docs" / "experiments"
 
 #: the machine's remote ping-pong (send + receive), s, at the program's sizes (cell 45)
 MACHINE_PAIR = {1000: 2.248e-6, 4000: 2.392e-6, 12000: 3.317e-4, 24000: 3.483e-4, 48000: 4.071e-4,
@@ -26,10 +23,7 @@ MACHINE_PAIR = {1000: 2.248e-6, 4000: 2.392e-6, 12000: 3.317e-4, 24000: 3.483e-4
 
 
 def _estimator():
-    spec = importlib.util.spec_from_file_location("e91_notebook_estimator", EXPERIMENTS / "e91_notebook_estimator.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.notebook_means
+    return load_benchmark("e91_notebook_estimator.py", "e91_notebook_estimator", EXPERIMENTS).notebook_means
 
 
 @pytest.fixture(scope="module")

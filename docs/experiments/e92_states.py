@@ -33,7 +33,8 @@ def spread_table(ref: Path) -> pd.DataFrame:
     real = df[df["mode"] == "reality"]
     g = real.groupby(["matrix_size", "cooling", "date"]).gflops
     out = (100 * (g.max() - g.min()) / g.mean()).unstack(["cooling", "date"])
-    return out[[c for c in out.columns if g.count().unstack(["cooling", "date"])[c].min() > 1]]
+    several = g.count().unstack(["cooling", "date"]).min() > 1
+    return out.loc[:, several]
 
 
 def real_means(ref: Path, state: str) -> pd.Series:
@@ -60,14 +61,13 @@ def gap_fits(ref: Path, store: Path, state: str) -> None:
     for i, size in enumerate(sim.index):
         print(f"{size:>8} {real[size]:>9.0f} {sim.gflops[size]:>9.0f} "
               f"{100 * (sim.gflops[size] / real[size] - 1):>+8.2f} {gap[i]:>8.3f} {1e3 * gap[i] / panels[i]:>17.2f}")
-    for name, cols in (("per panel", [panels]), ("per flop", [flops]), ("both", [panels, flops])):
-        x = np.column_stack(cols)
+    columns = {"panel": panels, "flop": flops}
+    for name, terms in (("per panel", ["panel"]), ("per flop", ["flop"]), ("both", ["panel", "flop"])):
+        x = np.column_stack([columns[t] for t in terms])
         coef, *_ = np.linalg.lstsq(x, gap, rcond=None)
         resid = gap - x @ coef
-        terms = []
-        for nm, v in zip(("panel", "flop"), coef) if name == "both" else ((name.split()[1], coef[0]),):
-            terms.append(f"{v * 1e3:.3f} ms/panel" if nm == "panel" else f"{v:.2e} s/flop")
-        print(f"{name:>9}: {', '.join(terms)}; residuals {np.round(resid, 2).tolist()} s")
+        shown = [f"{v * 1e3:.3f} ms/panel" if t == "panel" else f"{v:.2e} s/flop" for t, v in zip(terms, coef)]
+        print(f"{name:>9}: {', '.join(shown)}; residuals {np.round(resid, 2).tolist()} s")
 
 
 def main() -> None:
