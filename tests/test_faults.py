@@ -8,7 +8,6 @@ process behind."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -353,13 +352,15 @@ def test_a_dead_sweeps_claims_are_taken_over(tmp_path):
 # ------------------------------------------------ a model file changed under a sweep
 
 
-def test_a_model_file_rewritten_during_a_sweep_changes_no_stored_run(tmp_path):
+@pytest.mark.parametrize("what, name, comment", [("model", "m.yaml", "# every kernel as before, other bytes\n"),
+                                                 ("platform", "p.xml", "<!-- every link as before, other bytes -->\n")])
+def test_a_model_or_platform_file_rewritten_during_a_sweep_changes_no_stored_run(tmp_path, what, name, comment):
     from hplsim.presets import DEFAULT
 
-    model = tmp_path / "m.yaml"
-    shutil.copy(DEFAULT.model, model)
-    original = hashlib.sha256(model.read_bytes()).hexdigest()
-    (tmp_path / "spec.yaml").write_text(SPEC4 + "model: m.yaml\n")
+    model = tmp_path / name
+    shutil.copy(getattr(DEFAULT, what), model)
+    shutil.copy(model, tmp_path / f"original-{name}")
+    (tmp_path / "spec.yaml").write_text(SPEC4 + f"{what}: {name}\n")
     db = tmp_path / "r.sqlite"
     proc = subprocess.Popen(hplsim_cmd("sweep", "spec.yaml", "--db", "r.sqlite", "--jobs", "1", "--no-progress"),
                             cwd=tmp_path, stderr=subprocess.PIPE, text=True)
@@ -373,15 +374,18 @@ def test_a_model_file_rewritten_during_a_sweep_changes_no_stored_run(tmp_path):
             pass
         time.sleep(0.02)
     assert proc.poll() is None, "the sweep ended before the model changed"
-    tmp = tmp_path / "m.yaml.new"  # as an editor saves: a new file renamed over the old
-    tmp.write_text(model.read_text() + "# every kernel as before, other bytes\n")
+    tmp = tmp_path / f"{name}.new"  # as an editor saves: a new file renamed over the old
+    tmp.write_text(model.read_text() + comment)
     tmp.replace(model)
     err = proc.communicate(timeout=HANG)[1]
     assert proc.returncode == 0, err
     warnings = [line for line in err.splitlines() if line.startswith("hplsim: warning:")]
-    assert len(warnings) == 1 and f"model file {model} changed on disk during the sweep" in warnings[0], err
-    runs = stored(db)
-    assert len(runs) == 4 and {r["model_digest"] for r in runs} == {original}
-    # the new content is other runs, which the same command now runs
+    assert len(warnings) == 1 and f"{what} file {model} changed on disk during the sweep" in warnings[0], err
+    assert len(stored(db)) == 4
+    # the new content is other runs, which the same command now runs; the stored ones are
+    # the original content's, under its digest
     dry = run_cli("sweep", "spec.yaml", "--db", "r.sqlite", "--dry-run", cwd=tmp_path)
     assert "0 already stored" in dry.stdout and "4 to run" in dry.stdout
+    (tmp_path / "original.yaml").write_text(SPEC4 + f"{what}: original-{name}\n")
+    dry = run_cli("sweep", "original.yaml", "--db", "r.sqlite", "--dry-run", cwd=tmp_path)
+    assert "4 already stored" in dry.stdout and "0 to run" in dry.stdout
