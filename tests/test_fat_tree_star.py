@@ -21,7 +21,7 @@ from hplsim.platform.spec import load_platform, spec_from_dict
 from hplsim.predict import ModelSource, predict
 from hplsim.presets import DEFAULT
 from helpers import run_cli
-from test_route_factors import flows  # noqa: F401  (the fixture: flows.c with the runtime's factors)
+from test_loaded_network import flows  # noqa: F401  (the fixture: flows.c with the runtime's factors)
 
 #: 16 hosts under 4 leaf switches of 4, two core switches: latencies of 2 and 4 links
 TREE = "2;4,4;1,2;1,1"

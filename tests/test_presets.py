@@ -58,9 +58,14 @@ def test_the_published_platform_ships_as_published(dahu_dir):
 
 
 def test_the_preset_runs_the_loaded_platform():
-    """E52: the preset runs the published platform with Dahu's network measured under load
-    (its rates, measured in SMPI against the figures of E51 and E53: tests/test_loaded_network.py)."""
+    """E52, E91: the preset runs the published platform with Dahu's network measured under
+    load (its rates, measured in SMPI against the figures of E51 and E85:
+    tests/test_loaded_network.py, tests/test_route_factors.py), and the shipped copy is
+    exactly its derivation, without E53's intercepts."""
     assert DEFAULT.platform == dahu.PLATFORM_XML
+    published = dahu.PUBLISHED_PLATFORM_XML.read_text()
+    assert dahu.PLATFORM_XML.read_text() == dahu.loaded_platform_xml(published, **dahu.PRESET_NETWORK)
+    assert dahu.PRESET_NETWORK["intercepts"] is False and dahu.PRESET_NETWORK["large_pieces"] is True
 
 
 def test_every_rank_gets_its_cpu_model(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ from hplsim.platform.spec import bandwidth, duration
 DATA = Path(__file__).resolve().parents[1] / "data" / "dahu"
 #: the published platform file, byte for byte (its network: Dahu's idle calibration)
 PUBLISHED_PLATFORM_XML = DATA / "platform.xml"
-#: the preset's platform: the published one with the network measured under load (E52)
+#: the preset's platform: the published one with the network measured under load (E52, E91)
 PLATFORM_XML = DATA / "platform-loaded.xml"
 MODEL_FILE = DATA / "model.yaml"
 NODES = 32
@@ -99,9 +99,9 @@ LOADED_REMOTE_SHARE = 0.316
 # The same fits' intercepts (E53): what a message above the eager threshold (8 kB) costs
 # under load beyond its bytes, one way. E91 found them to be the benchmark's own wait for a
 # partner busy in dgemm (the data's version of RingRong busy-waits for the reply too), which
-# the emulation makes by itself where HPL's receivers poll: `intercepts=False` is the
-# platform the presets' re-validation runs on (E91), and they stay in the presets until it
-# is complete. The pieces are RingRong's
+# the emulation makes by itself where HPL's receivers poll: the presets leave them out since
+# E91's re-validation (`PRESET_NETWORK`); `intercepts=True` writes E53's platform, for its
+# record. The pieces are RingRong's
 # [8,000, 15,798), [15,798, 64,000) and [64,000 B, 6 MB), on the published file's breakpoints.
 # (The notebook prints them as latency factors of 0.1 us, hence the e-7.)
 #: per message between two nodes, by breakpoint of the published smpi/lat-factor (s)
@@ -123,6 +123,12 @@ LOADED_LOOPBACK_INTERCEPT = 650.2212383180362e-7
 LOADED_LOOPBACK_LARGE = {6000000: (0.0, 1 / (0.07551057012803415 * 25e9)),
                          36900419: (0.0, 1 / (0.04281516758309203 * 25e9)),
                          160097505: (0.102, 1 / (0.17440518795992602 * 25e9))}
+
+
+#: how the presets' platform derives from the published one (`loaded_platform_xml`): the
+#: loaded rates and per-flow cap (E51, E52), the loopback's measured pieces above 6 MB (E85),
+#: and not E53's intercepts, the calibration benchmark's own wait (E91)
+PRESET_NETWORK = {"per_flow_cap": True, "intercepts": False, "large_pieces": True}
 
 
 def _last_piece(value: str) -> float:
@@ -243,4 +249,4 @@ if __name__ == "__main__":  # regenerate the shipped copy: python -m hplsim.pres
     DATA.mkdir(parents=True, exist_ok=True)
     save_model(convert(src), MODEL_FILE)
     shutil.copyfile(src / "dahu_platform.xml", PUBLISHED_PLATFORM_XML)
-    PLATFORM_XML.write_text(loaded_platform_xml(PUBLISHED_PLATFORM_XML.read_text()))
+    PLATFORM_XML.write_text(loaded_platform_xml(PUBLISHED_PLATFORM_XML.read_text(), **PRESET_NETWORK))
