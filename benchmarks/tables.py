@@ -194,13 +194,13 @@ def trust(res: Results) -> list[str]:
     sweep_2020 = DAHU_2020 if res.get(DAHU_2020) or not res.get(f"{DAHU}/dahu-2020") else f"{DAHU}/dahu-2020"
     rows = [
         ["Gflops of one configuration (1,024 ranks)", _one_configuration(res, DAHU), dahu,
-         "`docs/validation.md` E53, E67, E83"],
+         "`docs/validation.md` E91, E92, E94"],
         ["Gflops of one configuration (1,024 ranks)", _one_configuration(res, sweep_2020), jan + ", its 'good' N-sweep",
-         "`docs/presets.md`, `docs/validation.md` E58, E82"],
-        ["The trend in N", _trend(res, DAHU), dahu, "`docs/validation.md` E38, E53, E83"],
-        ["The trend in N", _trend(res, sweep_2020), jan + ", its 'good' N-sweep", "`docs/validation.md` E58, E82"],
+         "`docs/presets.md`, `docs/validation.md` E58, E94"],
+        ["The trend in N", _trend(res, DAHU), dahu, "`docs/validation.md` E38, E92, E94"],
+        ["The trend in N", _trend(res, sweep_2020), jan + ", its 'good' N-sweep", "`docs/validation.md` E58, E92, E94"],
         ["Ranking BCAST / DEPTH / SWAP (the factorial's 36 configurations, N = 250,000)", _factorial(res), jan,
-         "`docs/validation.md` E54–E66, E69, E71, E79"],
+         "`docs/validation.md` E57, E62, E64–E68, E91, E94"],
         ["NB", "not measured on Dahu (the factorial's NB = 256 half is held back for an outside check)", jan,
          "`docs/presets.md`"],
         ["NB", _closed_loop_by(res, lambda r: str(r["nb"]), "NB"), this_machine(res, CLOSED_LOOP),
