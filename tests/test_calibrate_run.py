@@ -9,6 +9,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -250,6 +251,12 @@ def test_other_doc_examples(docs: DocRun) -> None:
     p = read_archive(docs.dir / "p.zip")
     assert set(p.table("mpi").operation) == {"pingpong", "send"} and len(p.table("mpi")) == 60
 
+    s = read_archive(docs.dir / "s.zip")
+    check_blas_archive(docs.dir / "s.zip", 8, 1, 1)
+    assert s.metadata["run"]["others"] == "spin" and s.metadata["run"]["other_cores"] == sorted(
+        set(os.sched_getaffinity(0)) - {0})
+    assert len(s.metadata["run"]["others_reports"]) == len(s.metadata["run"]["other_cores"])
+
 
 def test_fitting_stage_reads_our_archives_and_dahu(docs: DocRun, dahu_dir: Path) -> None:
     from hplsim.models.readers import read_measurements
@@ -371,6 +378,74 @@ def test_failing_program_gives_aborted_archive_and_error(tmp_path: Path, monkeyp
     assert any(e["exit_code"] == 3 and "out of luck" in e["stderr"] for e in a.log)
 
 
+# ---------------------------------------------------------------- the other cores' load
+
+SPIN_REPORT = re.compile(r"spin core (\d+): (\d+) polls in ([0-9.]+) s$")
+two_cores = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--others spin needs a core besides core 0")
+
+
+def spinners() -> list[int]:
+    return [pid for pid in processes_mentioning("--spin") if pid != os.getpid()
+            and "hplsim-calib-blas" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")]
+
+
+@two_cores
+def test_others_spin_polls_on_every_other_core_through_the_measurement(tmp_path: Path) -> None:
+    res = run_cli("calibrate", "dgemm", "--rows", "6", "--max-side", "768", "--max-product", "2e8", "--cores", "0",
+                  "--others", "spin", "--seed", "3", "--warmup", "0.3", "--monitor-interval", "0", "--out", "s.zip",
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    a = read_archive(tmp_path / "s.zip")
+    check_blas_archive(tmp_path / "s.zip", rows=6, repetitions=1, processes=1)  # every command exited 0
+    run = a.metadata["run"]
+    others = sorted(set(os.sched_getaffinity(0)) - {0})
+    assert run["others"] == "spin" and run["other_cores"] == others
+    reports = [SPIN_REPORT.search(line) for line in run["others_reports"]]
+    assert all(reports) and sorted(int(m[1]) for m in reports) == others
+    # each spinner polled, and for at least as long as dgemm was timed
+    timed = next(p for p in a.metadata["phases"] if p["name"] == "timed-calls")
+    for m in reports:
+        assert int(m[2]) > 1000 and float(m[3]) >= timed["end"] - timed["start"]
+    assert f"cores {','.join(map(str, others))} spinning" in run_cli("archive", "show", tmp_path / "s.zip").stdout
+    assert spinners() == []
+
+
+@two_cores
+def test_an_interrupted_calibration_stops_its_spinners(tmp_path: Path) -> None:
+    res = _interrupt_when_measuring(["calibrate", "dgemm", "--rows", "300", "--seed", "9", "--warmup", "0", "--cores",
+                                     "0", "--others", "spin", "--monitor-interval", "0", "--out", "i.zip"],
+                                    tmp_path, signal.SIGTERM, 300)
+    assert res.returncode == 143, res.stderr
+    a = read_archive(tmp_path / "i.zip")
+    assert a.metadata["status"] == "aborted" and len(a.metadata["run"]["others_reports"]) >= 1
+    assert spinners() == []
+
+
+def test_a_spinner_ends_with_its_parent(tmp_path: Path) -> None:
+    """A runner killed outright (SIGKILL: no handler runs) must not leave a core spinning."""
+    from hplsim.calibrate.tools import BLAS_TOOL, build_calibration_tools
+
+    tool = build_calibration_tools()[BLAS_TOOL]
+    parent = subprocess.run([sys.executable, "-c", "import subprocess, sys; "
+                             f"p = subprocess.Popen([{str(tool)!r}, '--spin', '--core', '0']); "
+                             "import time; time.sleep(0.5); print(p.pid, p.poll(), flush=True)"],
+                            capture_output=True, text=True, timeout=60)
+    pid_text, status = parent.stdout.split()
+    pid = int(pid_text)
+    assert status == "None", "the spinner was not running"  # it polls until told to stop
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), "the spinner outlived its parent"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 # ---------------------------------------------------------------- bad input
 
 BAD_INPUT = [
@@ -388,6 +463,8 @@ BAD_INPUT = [
     (["calibrate", "dgemm", "--cores", "a-b"], "expected a list like"),
     (["calibrate", "dgemm", "--hostfile", "ghosts.txt"], "host 'no-such-host.invalid' is unknown"),
     (["calibrate", "dgemm", "--hostfile", "nofile.txt"], "hostfile nofile.txt: cannot read it"),
+    (["calibrate", "dgemm", "--others", "spin"], "every core here measures; leave some out of --cores"),
+    (["calibrate", "dgemm", "--others", "spin", "--launcher", "mpirun"], "--others spin needs the local launcher"),
     (["calibrate", "mpi", "--operations", "send,allreduce"], "unknown MPI operation 'allreduce'"),
     (["calibrate", "mpi", "--experiment", "ops.csv"], "ops.csv:3: unknown MPI operation 'bcast'"),
     (["calibrate", "mpi", "--max-size", "3e9"], "above 2^31-1 bytes"),

@@ -10,7 +10,13 @@
  * last-level cache, so a small call does not find the previous call's data in cache (HPL
  * never multiplies the same block twice in a row). The buffers are filled once, before
  * anything is timed, in the requested mode, because the data's bits change the power
- * drawn, hence the frequency, hence dgemm's speed. */
+ * drawn, hence the frequency, hence dgemm's speed.
+ *
+ *   hplsim-calib-blas --spin --core C
+ *
+ * keeps core C busy without floating point until SIGTERM, as an MPI rank does while it
+ * polls for a message: what the cores not measured do during `--others spin`, since a
+ * core's dgemm may run faster when its socket's other cores draw less power. */
 #include "calib_common.h"
 /* The kernels' names and which of them this benchmark measures: the table of kernels
  * (hplsim.hpl.kernels), as the emulation's runtime knows them. */
@@ -19,6 +25,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <cblas.h>
 
 /* Declared here rather than taken from OpenBLAS's cblas.h: Debian may point cblas.h at
@@ -51,6 +58,7 @@ static void usage(void) {
   fputs("usage: hplsim-calib-blas [--init constant|sequential|random|masked] [--mask-bits K]\n"
         "         [--constant V] [--seed S] [--rank R] [--core C] [--pad-bytes B]\n"
         "         [--warmup-seconds S] [--warmup-passes P] [--no-header] EXPERIMENT.csv\n"
+        "       hplsim-calib-blas --spin --core C   (poll until SIGTERM, no floating point)\n"
         "       hplsim-calib-blas --dump FILE --dump-count N [--init ...]   (test: write A,B,C)\n"
         "       hplsim-calib-blas --version\n", stderr);
 }
@@ -234,8 +242,27 @@ static void print_row(const row_t *r, double start, double duration, const char 
          host, calib_package_of(core), core, rank, r->rep);
 }
 
+
+/* ---------------------------------------------------------------- spin */
+
+/* A waiting MPI rank's load: a loop that reads a flag in memory and counts, with no
+ * floating point and no pause instruction (PSM2 and Open MPI poll their queues that way).
+ * It ends when its parent does (PR_SET_PDEATHSIG), so a killed runner leaves no spinner. */
+static int spin(int core) {
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) die(2, "cannot follow the parent's end%s%lld", "", errno);
+  if (getppid() == 1) return 0; /* the parent ended before the line above */
+  char host[256];
+  calib_hostname(host, sizeof host);
+  fprintf(stderr, "hplsim-calib-blas: spinning on %s core %d\n", host, sched_getcpu());
+  double t0 = calib_now();
+  unsigned long long polls = 0;
+  while (!stop_signal) polls++;
+  fprintf(stderr, "hplsim-calib-blas: spin core %d: %llu polls in %.3f s\n", core, polls, calib_now() - t0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int init = INIT_RANDOM, bits = 0, rank = -1, core = -1, header = 1, passes = 0;
+  int init = INIT_RANDOM, bits = 0, rank = -1, core = -1, header = 1, passes = 0, spinning = 0;
   double constant = 1.0, warmup = 0.0;
   unsigned long long seed = 0, pad_bytes = 64ULL << 20;
   long long dump_count = 0;
@@ -248,6 +275,7 @@ int main(int argc, char **argv) {
       {"warmup-passes", required_argument, 0, 'P'},  {"no-header", no_argument, 0, 'H'},
       {"dump", required_argument, 0, 'd'},           {"dump-count", required_argument, 0, 'n'},
       {"version", no_argument, 0, 'V'},              {"help", no_argument, 0, 'h'},
+      {"spin", no_argument, 0, 'S'},
       {0, 0, 0, 0}};
   int o;
   while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -267,6 +295,7 @@ int main(int argc, char **argv) {
       case 'w': warmup = strtod(optarg, NULL); break;
       case 'P': passes = atoi(optarg); break;
       case 'H': header = 0; break;
+      case 'S': spinning = 1; break;
       case 'd': dump = optarg; break;
       case 'n': dump_count = atoll(optarg); break;
       case 'V':
@@ -285,6 +314,15 @@ int main(int argc, char **argv) {
     CPU_ZERO(&set);
     CPU_SET(core, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) die(2, "cannot pin to core %s%lld", "", core);
+  }
+  if (spinning) {
+    if (core < 0) die(2, "--spin needs --core%s%lld", "", 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return spin(core);
   }
   calib_rng data;
   calib_rng_seed(&data, seed, (uint64_t)rank, 1);

@@ -14,7 +14,7 @@ from hplsim.clitypes import SEED
 from hplsim.outputs import check_file
 from hplsim.calibrate.archive import read_archive
 from hplsim.calibrate.hosts import LAUNCHERS, parse_cores
-from hplsim.calibrate.runner import (INIT_MODES, BlasOptions, CalibrationInterrupted, MpiOptions, RunResult,
+from hplsim.calibrate.runner import (INIT_MODES, OTHERS, BlasOptions, CalibrationInterrupted, MpiOptions, RunResult,
                                      calibrate_blas, calibrate_mpi, default_out)
 from hplsim.calibrate.summary import format_summary, summarise
 from hplsim.errors import HplsimError
@@ -66,6 +66,9 @@ def _blas_options(f: Callable) -> Callable:
                      help="Seconds of untimed dgemm on every core before measuring."),
         click.option("--warmup-passes", type=int, default=0, show_default=True,
                      help="Untimed passes over the whole sequence before measuring."),
+        click.option("--others", type=click.Choice(OTHERS), default="idle", show_default=True,
+                     help="What this host's cores outside --cores do meanwhile: idle, or spin (a polling "
+                          "loop, as a rank waiting in MPI; a socket's power is shared, docs/calibrate.md)."),
     ]):
         f = opt(f)
     return f
@@ -147,7 +150,7 @@ def _run_blas(function: str, kw: dict[str, Any]) -> None:
         design = designs.blas_design(function, kw["generator"], kw["rows"], seed, kw["max_product"],
                                      kw["max_side"], kw["fixed_k"], _parse_anchors(kw["anchors"], function))
     opts = BlasOptions(init=kw["init"], mask_bits=kw["mask_bits"], constant=kw["constant"],
-                       warmup_seconds=kw["warmup"], warmup_passes=kw["warmup_passes"],
+                       warmup_seconds=kw["warmup"], warmup_passes=kw["warmup_passes"], others=kw["others"],
                        repetitions=kw["repetitions"] or 1, shuffle=not kw["no_shuffle"],
                        monitor_interval=kw["monitor_interval"], progress=kw["progress"])
     out = check_file(kw["out"] or default_out(function), "the calibration archive (--out)")

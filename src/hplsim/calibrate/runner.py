@@ -35,7 +35,7 @@ from tqdm import tqdm
 from hplsim.calibrate import metadata as md
 from hplsim.calibrate.archive import BLAS_COLUMNS, MPI_COLUMNS, ArchiveWriter
 from hplsim.calibrate.designs import BLAS_FUNCTIONS, Design, blas_operand_bytes, sequence
-from hplsim.calibrate.hosts import Placement, blas_placement, is_local, mpi_placement, mpirun_base
+from hplsim.calibrate.hosts import Placement, available_cores, blas_placement, is_local, mpi_placement, mpirun_base
 from hplsim.calibrate.monitor import Monitor
 from hplsim.calibrate.tools import BLAS_TOOL, MPI_TOOL, build_calibration_tools
 from hplsim import processes
@@ -45,6 +45,9 @@ from hplsim.processes import run_dir
 from hplsim.sysinfo import mem_available
 
 INIT_MODES = ("random", "constant", "sequential", "masked")
+# What this host's cores outside the measurement do while it runs (`--others`): nothing of
+# ours, or a polling loop like an MPI rank waiting for a message (docs/calibrate.md).
+OTHERS = ("idle", "spin")
 DEFAULT_PAD_BYTES = 64 << 20  # offset slack per operand: twice a large L3, so calls start cold
 TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")  # mpirun --tag-output
 SRUN_LABEL = re.compile(r"^\s*\d+: ")
@@ -87,6 +90,7 @@ class BlasOptions:
     warmup_seconds: float = 1.0
     warmup_passes: int = 0
     pad_bytes: int = DEFAULT_PAD_BYTES
+    others: str = "idle"  # what this host's cores outside the measurement do: OTHERS
     repetitions: int = 1
     shuffle: bool = True
     monitor_interval: float = 1.0
@@ -143,6 +147,8 @@ class _Proc:
     stderr: list[str] = field(default_factory=list)
     threads: list[threading.Thread] = field(default_factory=list)
     end: float | None = None
+    companion: bool = False  # runs beside the measurement and is stopped after it
+    ended_early: bool = False
 
 
 class Launch:
@@ -154,14 +160,17 @@ class Launch:
         self.data: list[str] = []
         self._lock = threading.Lock()
 
-    def spawn(self, argv: Sequence[str], env: dict[str, str], label: str, cwd: Path | None = None) -> None:
+    def spawn(self, argv: Sequence[str], env: dict[str, str], label: str, cwd: Path | None = None,
+              companion: bool = False) -> None:
+        """Start a measuring process, or a companion: a load that runs until the measuring
+        ones have ended, then gets SIGTERM (`--others spin`)."""
         try:
             # own session: a Ctrl-C reaches only hplsim, which then stops them in order
             popen = processes.popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     errors="replace", env=env, cwd=cwd, start_new_session=True, bufsize=1)
         except OSError as exc:
             raise HplsimError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-        proc = _Proc(list(argv), label, popen, time.time())
+        proc = _Proc(list(argv), label, popen, time.time(), companion=companion)
         for stream, sink, data in ((popen.stdout, proc.stdout, True), (popen.stderr, proc.stderr, False)):
             t = threading.Thread(target=self._read, args=(stream, sink, data), daemon=True)
             t.start()
@@ -181,13 +190,13 @@ class Launch:
         return len(self.data)
 
     def running(self) -> bool:
-        return any(p.popen.poll() is None for p in self.procs)
+        return any(p.popen.poll() is None for p in self.procs if not p.companion)
 
     def _wait_one(self, timeout: float) -> None:
         """Until a running tool ends or `timeout` passes: a sleep of fixed length would add
         half of it, on average, to every calibration."""
         for p in self.procs:
-            if p.popen.poll() is None:
+            if not p.companion and p.popen.poll() is None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     p.popen.wait(timeout=timeout)
                 return
@@ -199,10 +208,14 @@ class Launch:
                 bar.update(self.count() - bar.n)
                 self._wait_one(0.2)
             bar.update(self.count() - bar.n)
-        self.finish()
+        self.terminate(companions_only=True)
 
-    def terminate(self, grace: float = 5.0) -> None:
+    def terminate(self, grace: float = 5.0, companions_only: bool = False) -> None:
         for p in self.procs:
+            if companions_only and not p.companion:
+                continue
+            if p.companion and p.popen.poll() is not None:
+                p.ended_early = True  # a load that stopped before the measurement did
             if p.popen.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     p.popen.send_signal(signal.SIGTERM)
@@ -230,13 +243,22 @@ class Launch:
     def failures(self) -> list[str]:
         out = []
         for p in self.procs:
-            if p.popen.returncode not in (0, None):
+            if p.companion and p.ended_early:
+                out.append(f"{p.label} ended during the measurement (code {p.popen.returncode})")
+            elif p.companion and p.popen.returncode == -signal.SIGTERM:
+                continue  # stopped by us before its handler was in place
+            elif p.popen.returncode not in (0, None):
                 last = next((l.strip() for l in reversed(p.stderr) if l.strip() and "phase " not in l), "no message")
                 out.append(f"{p.label} exited with code {p.popen.returncode}: {TAG.sub('', last)}")
         return out
 
     def warnings(self) -> list[str]:
         return sorted({TAG.sub("", l).strip() for p in self.procs for l in p.stderr if "warning:" in l})
+
+    def companions(self) -> list[str]:
+        """What each companion said it did (its last line on stderr)."""
+        return [TAG.sub("", next((l for l in reversed(p.stderr) if l.strip()), "no message")).strip()
+                for p in self.procs if p.companion]
 
     def phases(self) -> dict[str, tuple[float, float]]:
         """Phases the programs reported on stderr (monotonic seconds), over all processes."""
@@ -447,6 +469,8 @@ def _execute(run: _Run, with_mpi: bool, launch_fn: Callable[[dict[str, Path], Pa
         })
         if launch.warnings():
             meta["warnings"] = launch.warnings()
+        if launch.companions():
+            meta["run"]["others_reports"] = launch.companions()
         if monitor.describe()["hosts"] and len(run.placement.hosts) > 1:
             meta["monitoring"]["note"] = "; ".join(filter(None, [meta["monitoring"]["note"],
                                                                   "only the host running hplsim is monitored"]))
@@ -483,12 +507,20 @@ def calibrate_blas(design: Design, out: Path, seed: int, options: BlasOptions | 
         raise HplsimError(f"--mask-bits must be in 0..52 (the mantissa has 52 bits), got {opts.mask_bits}")
     if opts.warmup_seconds < 0 or opts.warmup_passes < 0:
         raise HplsimError("warm-up must be >= 0")
+    if opts.others not in OTHERS:
+        raise HplsimError(f"unknown --others {opts.others!r} (known: {', '.join(OTHERS)})")
     functions = sorted(set(design.points["function"]))
     kind = functions[0] if len(functions) == 1 else "dgemm"
     if len(functions) != 1:
         raise HplsimError("a BLAS calibration measures one function per run (dgemm or dtrsm)")
     log = md.CommandLog()
     placement = blas_placement(launcher, hostfile, cores, log)
+    others = [c for c in available_cores() if c not in (placement.cores or [])] if placement.launcher == "local" else []
+    if opts.others == "spin":
+        if placement.launcher != "local":
+            raise HplsimError("--others spin needs the local launcher (one host; --cores says which cores measure)")
+        if not others:
+            raise HplsimError("--others spin: every core here measures; leave some out of --cores to spin")
     plan = sequence(design, opts.repetitions, seed, opts.shuffle)
     per_process = blas_operand_bytes(design.points) + 3 * opts.pad_bytes
     check_memory(per_process, placement.local_processes(), f"{kind} operands",
@@ -496,7 +528,8 @@ def calibrate_blas(design: Design, out: Path, seed: int, options: BlasOptions | 
     run_meta = {"init": opts.init, "mask_bits": opts.mask_bits if opts.init == "masked" else None,
                 "constant": opts.constant if opts.init == "constant" else None,
                 "data_seed": seed, "warmup_seconds": opts.warmup_seconds, "warmup_passes": opts.warmup_passes,
-                "pad_bytes": opts.pad_bytes, "bytes_per_process": per_process}
+                "pad_bytes": opts.pad_bytes, "bytes_per_process": per_process,
+                "others": opts.others, "other_cores": others if placement.launcher == "local" else None}
 
     def launch_fn(tools: dict[str, Path], tmp: Path, launch: Launch) -> None:
         exp = tmp / "experiment.csv"
@@ -509,6 +542,10 @@ def calibrate_blas(design: Design, out: Path, seed: int, options: BlasOptions | 
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
         if placement.launcher == "local":
             assert placement.cores is not None
+            if opts.others == "spin":  # first, so they are at their steady load before the warm-up ends
+                for core in others:
+                    launch.spawn([tool, "--spin", "--core", str(core)], env, f"{BLAS_TOOL} spin (core {core})",
+                                 companion=True)
             for rank, core in enumerate(placement.cores):
                 launch.spawn([tool, "--core", str(core), "--rank", str(rank), *args, str(exp)], env,
                              f"{BLAS_TOOL} rank {rank} (core {core})")

@@ -141,6 +141,8 @@ def format_summary(s: dict[str, Any]) -> str:
     if r.get("init"):
         extra = f", init {r['init']}" + (f" ({r['mask_bits']} low bits masked)" if r.get("mask_bits") else "")
         extra += f", warm-up {r.get('warmup_seconds')} s"
+    if r.get("others") == "spin":  # the measured cores' neighbours polled, as ranks waiting in MPI
+        extra += f", cores {','.join(map(str, r.get('other_cores') or []))} spinning"
     if r:
         row("run", f"{r.get('launcher')}, {r.get('processes')} process(es) on {where}{extra}")
     v = s.get("versions") or {}
