@@ -212,3 +212,34 @@ def test_held_by_follows_blocked_calls_to_the_rank_that_is_not_waiting():
     loop.loc[2, ["kind", "peer", "wait_s"]] = ["mpi", 0, 4.0]
     with pytest.raises(ValueError):
         held_by(loop, np.array([0]), np.array([1.0]))
+
+
+def test_a_part_of_the_trace_is_the_same_rows_and_still_checked(runs, tmp_path):
+    d, _, _, _ = runs
+    full = read_trace(d / "full").events
+    kernels = read_trace(d / "full", columns=["rank", "start_s", "end_s"], kinds=["kernel"]).events
+    assert list(kernels.columns) == ["rank", "start_s", "end_s"]
+    want = full[full["kind"] == "kernel"][["rank", "start_s", "end_s"]].reset_index(drop=True)
+    pd.testing.assert_frame_equal(kernels.reset_index(drop=True), want)
+    mixed = tmp_path / "mixed"
+    shutil.copytree(d / "full", mixed)
+    shutil.copy(d / "part" / EVENTS, mixed / EVENTS)
+    with pytest.raises(HplsimError, match="from another run"):
+        read_trace(mixed, columns=["rank"], kinds=["kernel"])
+
+
+def test_a_trace_too_large_for_this_machine_is_an_error_before_it_is_built(tmp_path, monkeypatch):
+    """Writing a trace takes memory in proportion to its events (a 1,024-rank roll at
+    N = 50,000 took 23 GB before E95): past what is available, one line, no trace folder."""
+    import hplsim.emulate.trace as trace_module
+
+    from helpers import assert_one_line_error, run_cli
+
+    monkeypatch.setattr(trace_module, "mem_available", lambda: 10_000_000)
+    r = run_cli("predict", *CONFIG, "--json", "--trace", "big", cwd=tmp_path)
+    message = assert_one_line_error(r, r"the trace holds [\d,]+ events: writing it needs about [\d.]+ GB and "
+                                       r"0\.0 GB are available; trace the first panels only \(--trace-panels K\)",
+                                    code=None)
+    events = int(message.split("holds ")[1].split(" ")[0].replace(",", ""))
+    assert events * trace_module.WRITE_BYTES_PER_EVENT > 10_000_000
+    assert not (tmp_path / "big").exists() and r.stdout == ""

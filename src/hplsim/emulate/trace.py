@@ -23,6 +23,7 @@ import numpy as np
 
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig
+from hplsim.sysinfo import mem_available
 
 if TYPE_CHECKING:  # pandas is imported where a trace is read or written: `predict` imports
     import pandas as pd  # this module for its request and environment, and pandas takes 0.5 s
@@ -41,6 +42,11 @@ RAW_RECORD = np.dtype([
 STATES = ("compute", "transfer", "wait")
 PHASES = ("fact", "bcast", "swap", "update", "trsv", "none")
 SEND_CALLS = ("MPI_Send", "MPI_Ssend", "MPI_Issend")
+#: Peak memory of writing a trace, per raw record: 132 bytes measured (the whole `predict`
+#: process's maximum RSS, 3.52 GB for the 26.6 million events of a 32x8 spread-roll with
+#: look-ahead at N = 50,000, 2026-12-07; 390 before the columns were built without a
+#: Python object per event, which a 1,024-rank roll at N = 50,000 took past 23 GB: E95).
+WRITE_BYTES_PER_EVENT = 140
 
 
 @dataclass(frozen=True)
@@ -109,17 +115,42 @@ def _read_codes(raw: Path) -> dict[str, dict[int, str]]:
     return {t: dict(zip(g["code"], g["name"])) for t, g in table.groupby("table")}
 
 
-def _raw_events(raw: Path, ranks: int) -> tuple[pd.DataFrame, np.ndarray]:
-    import pandas as pd
-
-    codes = _read_codes(raw)
-    frames, regions = [], np.full((ranks, 2), np.nan)
+def _rank_files(raw: Path, ranks: int) -> list[Path]:
+    paths = []
     for rank in range(ranks):
         path = raw / f"rank-{rank:06d}.bin"
         if not path.exists():
             raise HplsimError(f"the simulation wrote no trace for rank {rank} ({path})")
         if path.stat().st_size % RAW_RECORD.itemsize:
             raise HplsimError(f"{path} is truncated (not a whole number of {RAW_RECORD.itemsize}-byte records)")
+        paths.append(path)
+    return paths
+
+
+def _lookup(names: dict[int, str], categories: list[str], size: int) -> np.ndarray:
+    """Raw code -> position of its name among `categories` (-1: not a name of them)."""
+    table = np.full(max(size, max(names, default=0) + 1), -1, np.int16)
+    for code, name in names.items():
+        if name in categories:
+            table[code] = categories.index(name)
+    return table
+
+
+def _raw_events(raw: Path, ranks: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """The timed region's records of every rank, in order of rank then start (then end),
+    as the trace's columns. Built column by column from the raw records, without a
+    per-event Python object: a 1,024-rank run's trace holds tens of millions of events."""
+    import pandas as pd
+
+    codes = _read_codes(raw)
+    paths = _rank_files(raw, ranks)
+    total = sum(p.stat().st_size for p in paths) // RAW_RECORD.itemsize
+    cols = {k: np.empty(total, t) for k, t in (("rank", np.int32), ("t0", "<f8"), ("t1", "<f8"), ("kind", "u1"),
+                                                ("code", "<u2"), ("phase", "u1"), ("panel", "<i4"), ("a", "<i4"),
+                                                ("b", "<i4"), ("c", "<i8"))}
+    regions = np.full((ranks, 2), np.nan)
+    at = 0
+    for rank, path in enumerate(paths):
         rec = np.fromfile(path, RAW_RECORD)
         region = rec[rec["kind"] == 2]
         if len(region) != 1:
@@ -128,28 +159,44 @@ def _raw_events(raw: Path, ranks: int) -> tuple[pd.DataFrame, np.ndarray]:
         regions[rank] = (t0, t1)
         # The timed region only: HPL's set-up and the timing reductions after it are not HPL time.
         rec = rec[(rec["kind"] < 2) & (rec["t1"] > t0) & (rec["t0"] < t1)]
-        frames.append(pd.DataFrame({
-            "rank": np.full(len(rec), rank, np.int32), "start_s": rec["t0"], "end_s": rec["t1"],
-            "kind": rec["kind"], "code": rec["code"], "phase": rec["phase"], "panel": rec["panel"],
-            "a": rec["a"], "b": rec["b"], "c": rec["c"],
-        }))
-    df = pd.concat(frames, ignore_index=True)
-    kernel = df["kind"] == 0
-    names = np.where(kernel, df["code"].map(codes["kernel"]), df["code"].map(codes["mpi"]))
+        rec = rec[np.lexsort((rec["t1"], rec["t0"]))]  # stable: ties keep the runtime's order
+        n = len(rec)
+        cols["rank"][at:at + n] = rank
+        for k in ("t0", "t1", "kind", "code", "phase", "panel", "a", "b", "c"):
+            cols[k][at:at + n] = rec[k]
+        at += n
+    c = {k: v[:at] for k, v in cols.items()}
+    del cols
+    kernel = c["kind"] == 0
+    # names: a kernel's code and an MPI call's code are two tables; the categories are the
+    # names that occur, sorted (as a categorical built from the names would have them)
+    kernel_codes, mpi_codes = codes["kernel"], codes["mpi"]
+    width = int(c["code"].max(initial=0)) + 1
+    seen_kernel = np.bincount(c["code"][kernel], minlength=width) > 0
+    seen_mpi = np.bincount(c["code"][~kernel], minlength=width) > 0
+    present = ({kernel_codes.get(int(i)) for i in np.flatnonzero(seen_kernel)}
+               | {mpi_codes.get(int(i)) for i in np.flatnonzero(seen_mpi)})
+    names = sorted(n for n in present if n is not None)
+    name = np.where(kernel, _lookup(kernel_codes, names, width)[c["code"]], _lookup(mpi_codes, names, width)[c["code"]])
+    kinds = _lookup(codes["kind"], ["kernel", "mpi"], 3)[c["kind"]]
+    phases = _lookup(codes["phase"], list(PHASES), int(c["phase"].max(initial=0)) + 1)[c["phase"]]
+
+    def nullable(values: np.ndarray, missing: np.ndarray) -> pd.arrays.IntegerArray:
+        return pd.arrays.IntegerArray(values, missing)
+
     out = pd.DataFrame({
-        "rank": df["rank"], "start_s": df["start_s"], "end_s": df["end_s"],
-        "kind": pd.Categorical(df["kind"].map(codes["kind"]), categories=["kernel", "mpi"]),
-        "name": pd.Categorical(names),
-        "phase": pd.Categorical(df["phase"].map(codes["phase"]), categories=list(PHASES)),
-        "panel": df["panel"].astype(np.int32),
-        "peer": df["a"].where(~kernel & (df["a"] >= 0)).astype("Int32"),
-        "tag": df["b"].where(~kernel & (df["b"] >= 0)).astype("Int32"),
-        "bytes": df["c"].where(~kernel & (df["c"] >= 0)).astype("Int64"),
-        "m": df["a"].where(kernel).astype("Int32"),
-        "n": df["b"].where(kernel).astype("Int32"),
-        "k": df["c"].where(kernel).astype("Int32"),
-    })
-    out = out.sort_values(["rank", "start_s", "end_s"], kind="stable", ignore_index=True)
+        "rank": c["rank"], "start_s": c["t0"], "end_s": c["t1"],
+        "kind": pd.Categorical.from_codes(kinds, categories=["kernel", "mpi"]),
+        "name": pd.Categorical.from_codes(name, categories=names),
+        "phase": pd.Categorical.from_codes(phases, categories=list(PHASES)),
+        "panel": c["panel"],
+        "peer": nullable(c["a"], kernel | (c["a"] < 0)),
+        "tag": nullable(c["b"], kernel | (c["b"] < 0)),
+        "bytes": nullable(c["c"], kernel | (c["c"] < 0)),
+        "m": nullable(c["a"], ~kernel),
+        "n": nullable(c["b"], ~kernel),
+        "k": nullable(c["c"].astype(np.int32), ~kernel),
+    }, copy=False)
     return out, regions
 
 
@@ -163,27 +210,36 @@ def _waits(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
     wait = np.zeros(len(ev))
     peer_start = np.full(len(ev), np.nan)
-    dur = (ev["end_s"] - ev["start_s"]).to_numpy()
-    name = ev["name"].astype(str).to_numpy()
-    wait[name == "MPI_Iprobe(miss)"] = dur[name == "MPI_Iprobe(miss)"]
+    start, end = ev["start_s"].to_numpy(), ev["end_s"].to_numpy()
+    categories = list(ev["name"].cat.categories)
+    name = ev["name"].cat.codes.to_numpy()
 
-    def numbered(mask: np.ndarray, src: pd.Series, dst: pd.Series) -> pd.DataFrame:
-        d = pd.DataFrame({"row": np.flatnonzero(mask), "src": src[mask].to_numpy(), "dst": dst[mask].to_numpy(),
-                          "tag": ev["tag"][mask].to_numpy(), "t0": ev["start_s"][mask].to_numpy()})
+    def called(*names: str) -> np.ndarray:
+        return np.isin(name, [categories.index(n) for n in names if n in categories])
+
+    miss = called("MPI_Iprobe(miss)")
+    wait[miss] = end[miss] - start[miss]
+    rank = ev["rank"].to_numpy()
+    peer = ev["peer"].to_numpy(dtype=np.int64, na_value=-1)
+    tag = ev["tag"].to_numpy(dtype=np.int64, na_value=-1)
+
+    def numbered(mask: np.ndarray, src: np.ndarray, dst: np.ndarray) -> pd.DataFrame:
+        d = pd.DataFrame({"row": np.flatnonzero(mask), "src": src[mask], "dst": dst[mask], "tag": tag[mask],
+                          "t0": start[mask]})
         d["seq"] = d.groupby(["src", "dst", "tag"]).cumcount()
         return d
 
-    rank, peer = ev["rank"].astype("Int32"), ev["peer"]
-    sends = numbered(np.isin(name, SEND_CALLS), rank, peer)
-    posts = numbered(np.isin(name, ("MPI_Recv", "MPI_Irecv")), peer, rank)
+    sends = numbered(called(*SEND_CALLS), rank, peer)
+    posts = numbered(called("MPI_Recv", "MPI_Irecv"), peer, rank)
     matched = sends.merge(posts, on=["src", "dst", "tag", "seq"], suffixes=("_s", "_r"))
     sent_at = pd.Series(matched["t0_s"].to_numpy(), index=matched["row_r"])  # by receive post row
     posted_at = pd.Series(matched["t0_r"].to_numpy(), index=matched["row_s"])  # by send row
+    del sends, posts, matched
 
     # A nonblocking call's MPI_Wait completes the i-th pending request of the same peer and tag.
     def completion(post: str, done: str, at: pd.Series) -> pd.Series:
-        p = numbered(name == post, rank, peer)
-        w = numbered(name == done, rank, peer)
+        p = numbered(called(post), rank, peer)
+        w = numbered(called(done), rank, peer)
         pair = p.merge(w, on=["src", "dst", "tag", "seq"], suffixes=("_p", "_w"))
         return pd.Series(at.reindex(pair["row_p"]).to_numpy(), index=pair["row_w"])
 
@@ -191,7 +247,7 @@ def _waits(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """rows: interval row -> when the peer's side began; the interval waits until then."""
         rows = rows.dropna()
         idx = rows.index.to_numpy()
-        t0, t1 = ev["start_s"].to_numpy()[idx], ev["end_s"].to_numpy()[idx]
+        t0, t1 = start[idx], end[idx]
         other = rows.to_numpy(dtype=float)
         w = np.clip(other - t0, 0.0, t1 - t0)
         if only_if_overlapping:  # an eager send returns before the receive is posted: no wait
@@ -202,9 +258,9 @@ def _waits(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     def at(rows: np.ndarray, when: pd.Series) -> pd.Series:
         return pd.Series(when.reindex(rows).to_numpy(), index=rows)
 
-    late(at(np.flatnonzero(name == "MPI_Recv"), sent_at))
+    late(at(np.flatnonzero(called("MPI_Recv")), sent_at))
     late(completion("MPI_Irecv", "MPI_Wait(recv)", sent_at))
-    late(at(np.flatnonzero(np.isin(name, ("MPI_Send", "MPI_Ssend"))), posted_at), only_if_overlapping=True)
+    late(at(np.flatnonzero(called("MPI_Send", "MPI_Ssend")), posted_at), only_if_overlapping=True)
     late(completion("MPI_Issend", "MPI_Wait(send)", posted_at))
     return wait, peer_start
 
@@ -221,6 +277,11 @@ def write_trace(raw: Path, out: Path, run: dict, ranks: int, panels: int | None)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    events = sum(p.stat().st_size for p in _rank_files(raw, ranks)) // RAW_RECORD.itemsize
+    need, available = events * WRITE_BYTES_PER_EVENT, mem_available()
+    if available is not None and need > available:
+        raise HplsimError(f"the trace holds {events:,} events: writing it needs about {need / 1e9:.1f} GB and "
+                          f"{available / 1e9:.1f} GB are available; trace the first panels only (--trace-panels K)")
     ev, regions = _raw_events(raw, ranks)
     ev["wait_s"], ev["peer_start_s"] = _waits(ev)
     meta = {
@@ -258,8 +319,10 @@ def is_trace_dir(path: Path) -> bool:
     return path.is_dir() and (path / META).exists()
 
 
-def read_trace(path: Path) -> Trace:
-    """Read a trace directory; refuse files that do not belong together."""
+def read_trace(path: Path, columns: list[str] | None = None, kinds: list[str] | None = None) -> Trace:
+    """Read a trace directory; refuse files that do not belong together. `columns`, `kinds`:
+    only those columns, only the events of those kinds (a full-grid trace read whole takes
+    about 16 times its file's size in memory)."""
     import pyarrow.parquet as pq
 
     path = Path(path)
@@ -274,14 +337,15 @@ def read_trace(path: Path) -> Trace:
     if run_id(meta) != meta.get("run_id"):
         raise HplsimError(f"{path / META}: its run id does not match its content (edited or corrupt)")
     try:
-        table = pq.read_table(path / EVENTS)
+        table = pq.read_table(path / EVENTS, columns=columns,
+                              filters=[("kind", "in", list(kinds))] if kinds is not None else None)
     except Exception as exc:  # pyarrow raises several types for unreadable files
         raise HplsimError(f"{path / EVENTS}: not a readable Parquet file ({' '.join(str(exc).split())[:200]})") from None
     got = (table.schema.metadata or {}).get(b"hplsim_run_id", b"").decode()
     if got != meta["run_id"]:
         raise HplsimError(f"{path}: {EVENTS} is from another run than {META} (run {got or '?'} vs {meta['run_id']})")
     events = table.to_pandas()
-    if len(events) != meta.get("events"):
+    if kinds is None and len(events) != meta.get("events"):
         raise HplsimError(f"{path / EVENTS}: {len(events)} events, {META} says {meta.get('events')}")
     return Trace(meta, events)
 
