@@ -173,11 +173,29 @@ def in_waitpid_race(frame: Any) -> bool:
     return "_waitpid_lock.acquire(" in linecache.getline(frame.f_code.co_filename, frame.f_lineno)
 
 
+#: handlers of `_raise` running: a signal that lands inside one (the retry's own, when the
+#: timer thread starts slowly on a loaded machine) is deferred too, since raising it there
+#: would leave through the frame the outer one interrupted, inside subprocess's lock
+_handling = 0
+
+
+def _defer(signum: int) -> None:
+    """Raise `signum` again a moment later, once the lock is in its try (or released)."""
+    threading.Timer(RETRY_S, os.kill, (os.getpid(), signum)).start()
+
+
 def _raise(signum: int, frame: Any) -> None:
-    if in_waitpid_race(frame):
-        # raised again a moment later, once the lock is in its try (or released)
-        threading.Timer(RETRY_S, os.kill, (os.getpid(), signum)).start()
+    global _handling
+    if _handling:
+        _defer(signum)
         return
+    _handling += 1
+    try:
+        if in_waitpid_race(frame):
+            _defer(signum)
+            return
+    finally:
+        _handling -= 1
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise Interrupted(signum)
