@@ -251,11 +251,6 @@ def test_other_doc_examples(docs: DocRun) -> None:
     p = read_archive(docs.dir / "p.zip")
     assert set(p.table("mpi").operation) == {"pingpong", "send"} and len(p.table("mpi")) == 60
 
-    s = read_archive(docs.dir / "s.zip")
-    check_blas_archive(docs.dir / "s.zip", 8, 1, 1)
-    assert s.metadata["run"]["others"] == "spin" and s.metadata["run"]["other_cores"] == sorted(
-        set(os.sched_getaffinity(0)) - {0})
-    assert len(s.metadata["run"]["others_reports"]) == len(s.metadata["run"]["other_cores"])
 
 
 def test_fitting_stage_reads_our_archives_and_dahu(docs: DocRun, dahu_dir: Path) -> None:
@@ -390,23 +385,21 @@ def spinners() -> list[int]:
 
 
 @two_cores
-def test_others_spin_polls_on_every_other_core_through_the_measurement(tmp_path: Path) -> None:
-    res = run_cli("calibrate", "dgemm", "--rows", "6", "--max-side", "768", "--max-product", "2e8", "--cores", "0",
-                  "--others", "spin", "--seed", "3", "--warmup", "0.3", "--monitor-interval", "0", "--out", "s.zip",
-                  cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
-    a = read_archive(tmp_path / "s.zip")
-    check_blas_archive(tmp_path / "s.zip", rows=6, repetitions=1, processes=1)  # every command exited 0
+def test_others_spin_polls_on_every_other_core_through_the_measurement(docs: DocRun) -> None:
+    """docs/calibrate.md's `--cores 0 --others spin` example (s.zip)."""
+    a = read_archive(docs.dir / "s.zip")
+    check_blas_archive(docs.dir / "s.zip", rows=8, repetitions=1, processes=1)  # every command exited 0
     run = a.metadata["run"]
     others = sorted(set(os.sched_getaffinity(0)) - {0})
     assert run["others"] == "spin" and run["other_cores"] == others
+    assert len(run["others_reports"]) == len(others)
     reports = [SPIN_REPORT.search(line) for line in run["others_reports"]]
     assert all(reports) and sorted(int(m[1]) for m in reports) == others
     # each spinner polled, and for at least as long as dgemm was timed
     timed = next(p for p in a.metadata["phases"] if p["name"] == "timed-calls")
     for m in reports:
         assert int(m[2]) > 1000 and float(m[3]) >= timed["end"] - timed["start"]
-    assert f"cores {','.join(map(str, others))} spinning" in run_cli("archive", "show", tmp_path / "s.zip").stdout
+    assert f"cores {','.join(map(str, others))} spinning" in run_cli("archive", "show", docs.dir / "s.zip").stdout
     assert spinners() == []
 
 

@@ -47,6 +47,15 @@ typedef struct {
 static volatile sig_atomic_t stop_signal = 0;
 static void on_signal(int sig) { stop_signal = sig; }
 
+/* SIGINT and SIGTERM end the current loop (measurement or spin) instead of the process. */
+static void stop_on_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
 static void die(int code, const char *fmt, const char *a, long long b) {
   fprintf(stderr, "hplsim-calib-blas: ");
   fprintf(stderr, fmt, a, b);
@@ -242,7 +251,6 @@ static void print_row(const row_t *r, double start, double duration, const char 
          host, calib_package_of(core), core, rank, r->rep);
 }
 
-
 /* ---------------------------------------------------------------- spin */
 
 /* A waiting MPI rank's load: a loop that reads a flag in memory and counts, with no
@@ -317,11 +325,7 @@ int main(int argc, char **argv) {
   }
   if (spinning) {
     if (core < 0) die(2, "--spin needs --core%s%lld", "", 0);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    stop_on_signals();
     return spin(core);
   }
   calib_rng data;
@@ -370,11 +374,7 @@ int main(int argc, char **argv) {
   fill(bf.C, nc + bf.pad, init, constant, bits, &data, 0);
   if (any_trsm) scale_for_trsm(bf.A, na + bf.pad, max_order);
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  stop_on_signals();
 
   char host[256];
   calib_hostname(host, sizeof host);

@@ -136,15 +136,15 @@ def _lookup(names: dict[int, str], categories: list[str], size: int) -> np.ndarr
     return table
 
 
-def _raw_events(raw: Path, ranks: int) -> tuple[pd.DataFrame, np.ndarray]:
-    """The timed region's records of every rank, in order of rank then start (then end),
-    as the trace's columns. Built column by column from the raw records, without a
-    per-event Python object: a 1,024-rank run's trace holds tens of millions of events."""
+def _raw_events(raw: Path, paths: list[Path], total: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """The timed region's records of every rank (`paths`, in rank order, `total` records
+    in all), in order of rank then start (then end), as the trace's columns. Built column
+    by column from the raw records, without a per-event Python object: a 1,024-rank run's
+    trace holds tens of millions of events."""
     import pandas as pd
 
     codes = _read_codes(raw)
-    paths = _rank_files(raw, ranks)
-    total = sum(p.stat().st_size for p in paths) // RAW_RECORD.itemsize
+    ranks = len(paths)
     cols = {k: np.empty(total, t) for k, t in (("rank", np.int32), ("t0", "<f8"), ("t1", "<f8"), ("kind", "u1"),
                                                 ("code", "<u2"), ("phase", "u1"), ("panel", "<i4"), ("a", "<i4"),
                                                 ("b", "<i4"), ("c", "<i8"))}
@@ -181,21 +181,18 @@ def _raw_events(raw: Path, ranks: int) -> tuple[pd.DataFrame, np.ndarray]:
     kinds = _lookup(codes["kind"], ["kernel", "mpi"], 3)[c["kind"]]
     phases = _lookup(codes["phase"], list(PHASES), int(c["phase"].max(initial=0)) + 1)[c["phase"]]
 
-    def nullable(values: np.ndarray, missing: np.ndarray) -> pd.arrays.IntegerArray:
-        return pd.arrays.IntegerArray(values, missing)
-
     out = pd.DataFrame({
         "rank": c["rank"], "start_s": c["t0"], "end_s": c["t1"],
         "kind": pd.Categorical.from_codes(kinds, categories=["kernel", "mpi"]),
         "name": pd.Categorical.from_codes(name, categories=names),
         "phase": pd.Categorical.from_codes(phases, categories=list(PHASES)),
         "panel": c["panel"],
-        "peer": nullable(c["a"], kernel | (c["a"] < 0)),
-        "tag": nullable(c["b"], kernel | (c["b"] < 0)),
-        "bytes": nullable(c["c"], kernel | (c["c"] < 0)),
-        "m": nullable(c["a"], ~kernel),
-        "n": nullable(c["b"], ~kernel),
-        "k": nullable(c["c"].astype(np.int32), ~kernel),
+        "peer": pd.arrays.IntegerArray(c["a"], kernel | (c["a"] < 0)),
+        "tag": pd.arrays.IntegerArray(c["b"], kernel | (c["b"] < 0)),
+        "bytes": pd.arrays.IntegerArray(c["c"], kernel | (c["c"] < 0)),
+        "m": pd.arrays.IntegerArray(c["a"], ~kernel),
+        "n": pd.arrays.IntegerArray(c["b"], ~kernel),
+        "k": pd.arrays.IntegerArray(c["c"].astype(np.int32), ~kernel),
     }, copy=False)
     return out, regions
 
@@ -277,12 +274,13 @@ def write_trace(raw: Path, out: Path, run: dict, ranks: int, panels: int | None)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    events = sum(p.stat().st_size for p in _rank_files(raw, ranks)) // RAW_RECORD.itemsize
+    paths = _rank_files(raw, ranks)
+    events = sum(p.stat().st_size for p in paths) // RAW_RECORD.itemsize
     need, available = events * WRITE_BYTES_PER_EVENT, mem_available()
     if available is not None and need > available:
         raise HplsimError(f"the trace holds {events:,} events: writing it needs about {need / 1e9:.1f} GB and "
                           f"{available / 1e9:.1f} GB are available; trace the first panels only (--trace-panels K)")
-    ev, regions = _raw_events(raw, ranks)
+    ev, regions = _raw_events(raw, paths, events)
     ev["wait_s"], ev["peer_start_s"] = _waits(ev)
     meta = {
         "format": FORMAT, "version": FORMAT_VERSION, **run, "ranks": ranks, "panels": panels,
