@@ -306,9 +306,14 @@ def _interrupt_when_measuring(argv: list[str], tmp: Path, sig: int, total: int) 
 
     t = threading.Thread(target=watch, daemon=True)
     t.start()
-    assert seen.wait(120), "no measurement seen"
-    proc.send_signal(sig)
-    proc.wait(timeout=120)
+    try:
+        assert seen.wait(120), "no measurement seen"
+        proc.send_signal(sig)
+        proc.wait(timeout=120)
+    finally:  # a hung run must not outlive the test (nor its tools, in their own sessions)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     t.join(timeout=10)  # the watcher alone reads stderr, to its end
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.read(), "".join(err))
 

@@ -184,7 +184,12 @@ def _defer(signum: int) -> None:
     threading.Timer(RETRY_S, os.kill, (os.getpid(), signum)).start()
 
 
-def _raise(signum: int, frame: Any) -> None:
+def raise_safely(signum: int, frame: Any, exc: BaseException) -> None:
+    """For a signal handler: raise `exc` now, or, if the signal landed where raising would
+    leave subprocess's lock held (`in_waitpid_race`) or inside another such handler, send
+    `signum` again a moment later and return. Every handler of hplsim's that raises goes
+    through here: one that raised at once hung `hplsim calibrate --others spin` on a
+    SIGTERM (CI, 2026-12)."""
     global _handling
     if _handling:
         _defer(signum)
@@ -196,9 +201,16 @@ def _raise(signum: int, frame: Any) -> None:
             return
     finally:
         _handling -= 1
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise Interrupted(signum)
+    raise exc
+
+
+def interruption(signum: int) -> BaseException:
+    """What a signal raises in hplsim: KeyboardInterrupt for SIGINT, else `Interrupted`."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+
+
+def _raise(signum: int, frame: Any) -> None:
+    raise_safely(signum, frame, interruption(signum))
 
 
 def handle_signals() -> None:
@@ -230,13 +242,11 @@ def noted_interrupts(stop_on_sigterm: bool = False) -> Iterator[list[int]]:
         seen.append(signum)
         before = previous[signum]
         if signum == signal.SIGTERM and stop_on_sigterm:
-            raise KeyboardInterrupt
-        if callable(before):
+            raise_safely(signum, frame, KeyboardInterrupt())
+        elif callable(before):
             before(signum, frame)
-        elif signum == signal.SIGINT:
-            raise KeyboardInterrupt
         else:
-            raise Interrupted(signum)
+            raise_safely(signum, frame, interruption(signum))
 
     try:
         for sig in previous:

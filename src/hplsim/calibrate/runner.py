@@ -72,7 +72,7 @@ def _signals_raise() -> Iterator[None]:
         return
 
     def handler(signum: int, frame: Any) -> None:
-        raise Interrupted(signum)
+        processes.raise_safely(signum, frame, Interrupted(signum))
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Protocol, Sequence
 
 from hplsim.errors import HplsimError
-from hplsim.processes import set_parent_death_signal, watch_parent
+from hplsim.processes import raise_safely, set_parent_death_signal, watch_parent
 from hplsim.sweep.tasks import Outcome, Task, now, run_chunk, run_task
 from hplsim.sweep.variants import Variant
 
@@ -120,8 +120,9 @@ def _worker_init(variants: Sequence[Variant], progress_queue=None) -> None:
 
 
 def _on_sigterm(signum, frame) -> None:
-    if _WORKER_BUSY:
-        raise SystemExit(128 + signum)  # unwinds through run_smpirun, which kills the simulation
+    if _WORKER_BUSY:  # unwinds through run_smpirun, which kills the simulation
+        raise_safely(signum, frame, SystemExit(128 + signum))
+        return
     os._exit(128 + signum)
 
 
