@@ -19,7 +19,9 @@ Each run is `hplsim predict --preset PRESET -N N --bcast B --depth D --swap S --
 store: the same command run again runs only what the store lacks (after an interruption,
 or with more configurations). The default store is named after the emulated HPL's build,
 so that a change to the emulation's C code starts a new one; a change of the platform or
-of the models changes the runs' keys by itself.
+of the models changes the runs' keys by itself. The runs go through the sweep stage
+(`run_sweep`): two processes on one store share the work (each run is claimed by the one
+that starts it; the other waits for its outcome), and SIGTERM stops it as a Ctrl-C does.
 
     .venv/bin/python benchmarks/factorial.py                      # all 36, N = 250,000, 2 at a time
     .venv/bin/python benchmarks/factorial.py --bcast 0 2 --depth 0 --swap 0 1
@@ -30,7 +32,6 @@ of the models changes the runs' keys by itself.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import re
 import sys
@@ -45,17 +46,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (REPO, Parser, prepare_store, write_json, reference_data, require_files, run_main,  # noqa: E402
                      stored_by_other_builds, stored_statuses, sweep_text, warn_other_builds)
 
-from hplsim.emulate.progress import RunBars  # noqa: E402
 from hplsim.errors import HplsimError, warn  # noqa: E402
 from hplsim.hpl.config import HplConfig  # noqa: E402
 from hplsim.hpl.cost import estimate_memory_bytes, estimate_s  # noqa: E402  (how far the cost law lands)
 from hplsim.presets import get_preset  # noqa: E402
 from hplsim.sweep.executors import LocalExecutor  # noqa: E402
 from hplsim.sweep.plan import make_plan  # noqa: E402
-from hplsim.sweep.run import describe_task, work_dir  # noqa: E402
+from hplsim.sweep.run import run_sweep, work_dir  # noqa: E402
 from hplsim.sweep.spec import SweepSpec, parse_spec  # noqa: E402
-from hplsim.sweep.store import ResultStore, SweepCounts  # noqa: E402
-from hplsim.sweep.tasks import Task  # noqa: E402
+from hplsim.sweep.store import ResultStore  # noqa: E402
+from hplsim.sweep.tasks import Outcome, Task  # noqa: E402
 
 Key = tuple[int, int, int]  # (BCAST, DEPTH, SWAP); NB is 128 throughout the data
 
@@ -221,57 +221,47 @@ def sweep_spec(n: int, grid: tuple[int, int], seed: int, keys: Iterable[Key], bu
     return parse_spec(doc, SOURCE, REPO, sweep_text(SOURCE, build, doc))
 
 
-def plan_runs(spec: SweepSpec, keys: Iterable[Key], workdir: Path):
-    """(plan, key -> task) for exactly the keys."""
+def plan_runs(spec: SweepSpec, keys: Iterable[Key], workdir: Path) -> dict[Key, Task]:
+    """key -> task, for exactly the keys (the plan `run_sweep` makes of the same spec)."""
     plan = make_plan(spec, workdir, spec.timeout)
     if plan.invalid:
         raise HplsimError(f"{plan.invalid[0].description}: {plan.invalid[0].reason}")
     by_key = {(t.config.bcast, t.config.depth, t.config.swap): t for t in plan.tasks}
-    return plan, {k: by_key[k] for k in keys}
+    return {k: by_key[k] for k in keys}
 
 
-def run_missing(plan, tasks: list[Task], store: ResultStore, jobs: int, retry_failed: bool, spec_text: str) -> None:
-    """Run the tasks the store lacks with the sweep's local pool; store each outcome as it
-    comes. (`run_sweep` runs a spec's whole product; a subset of the factorial plus its
-    reference is not one, hence this loop over the same plan, executor and store.)"""
-    stored = store.statuses(t.hash for t in tasks)
-    todo = [t for t in tasks if t.hash not in stored or (retry_failed and stored[t.hash] == "failed")]
+def run_missing(spec: SweepSpec, tasks: Mapping[Key, Task], store_path: Path, jobs: int, retry_failed: bool) -> None:
+    """Run the tasks the store lacks through the sweep stage (`run_sweep`, the spec's product
+    cut down to `tasks`): each outcome stored as it comes, each run claimed in the store, so
+    that two processes on one store never run the same configuration twice."""
+    with ResultStore(store_path) as store:
+        stored = store.statuses(t.hash for t in tasks.values())
+    todo = [t for t in tasks.values() if t.hash not in stored or (retry_failed and stored[t.hash] == "failed")]
     already = sum(s == "ok" for s in stored.values())
-    failed_before = sum(1 for t in tasks if stored.get(t.hash) == "failed" and t not in todo)
+    failed_before = sum(1 for t in tasks.values() if stored.get(t.hash) == "failed" and t not in todo)
     log(f"{len(tasks)} runs, {already} already stored"
         + (f", {failed_before} failed before (not retried: --retry-failed)" if failed_before else "")
         + f"; {len(todo)} to run" + (f", {min(jobs, len(todo))} at a time" if todo else ""))
     if not todo:
         return
-    by_hash = {t.hash: t for t in todo}
-    executor = LocalExecutor(jobs)
-    bars = RunBars(lambda h: (by_hash[h].config.n, by_hash[h].config.nb, describe_task(by_hash[h])), file=sys.stderr)
-    if sys.stderr.isatty():
-        executor.progress = bars
-    sweep_id = store.begin_sweep(SOURCE, spec_text, executor.name)
-    ok = failed = 0
-    status = "interrupted"
+    wanted = {t.hash for t in tasks.values()}
+    done = 0
+
+    def tell(task: Task, outcome: Outcome) -> None:
+        nonlocal done
+        done += 1
+        what = (f"{outcome.gflops:,.0f} Gflops (sim {outcome.sim_wall_s:.1f} s, "
+                f"{outcome.sim_memory_bytes / 1e6:,.0f} MB)" if outcome.status == "ok" else f"failed: {outcome.error}")
+        c = task.config
+        log(f"[{done}/{len(todo)}] {label((c.bcast, c.depth, c.swap))} N={c.n} {c.p}x{c.q}: {what}")
+
     try:
-        with contextlib.closing(executor.run(todo, plan.variants)) as outcomes, contextlib.closing(bars):
-            for outcome in outcomes:
-                bars.done(outcome.hash)
-                task = by_hash[outcome.hash]
-                store.record(task, plan.variants[task.variant], outcome, sweep_id)
-                ok += outcome.status == "ok"
-                failed += outcome.status != "ok"
-                what = (f"{outcome.gflops:,.0f} Gflops (sim {outcome.sim_wall_s:.1f} s, "
-                        f"{outcome.sim_memory_bytes / 1e6:,.0f} MB)" if outcome.status == "ok"
-                        else f"failed: {outcome.error}")
-                c = task.config
-                log(f"[{ok + failed}/{len(todo)}] {label((c.bcast, c.depth, c.swap))} N={c.n} {c.p}x{c.q}: {what}")
-        status = "done"
-    except BaseException as exc:  # Ctrl-C, SIGTERM (Interrupted) or an error: what is stored stays
-        status = "error" if isinstance(exc, Exception) else "interrupted"
-        log(f"stopped after {ok + failed} of {len(todo)} runs; they are stored: run the same command to continue")
+        # run_sweep's own lines speak of a sweep spec; this script says what it does above
+        run_sweep(spec, store_path, LocalExecutor(jobs), retry_failed, progress=sys.stderr.isatty(),
+                  log=lambda message: None, select=lambda t: t.hash in wanted, on_outcome=tell)
+    except BaseException:  # Ctrl-C, SIGTERM or an error: what is stored stays
+        log(f"stopped after {done} of {len(todo)} runs; they are stored: run the same command to continue")
         raise
-    finally:
-        with contextlib.suppress(Exception):  # never hide the interruption behind a store error
-            store.end_sweep(sweep_id, SweepCounts(len(tasks), already, 0, ok, failed), status)
 
 
 def log(message: str) -> None:
@@ -395,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     build, store_path = prepare_store("factorial", args.store, args.json, args.dry_run)
     spec = sweep_spec(args.n, grid, args.seed, sims, build, args.platform, args.model, args.preset)
     # the preset's platform and model as they are: nothing is written into the work folder
-    plan, tasks = plan_runs(spec, sims, work_dir(store_path))
+    tasks = plan_runs(spec, sims, work_dir(store_path))
     if (args.n, grid) != (REAL_N, REAL_GRID):
         warn(f"the real runs and the authors' prediction are at N = {REAL_N:,} on {REAL_GRID[0]}x{REAL_GRID[1]}: "
              f"at N = {args.n:,} on {grid[0]}x{grid[1]} the errors compare different problems "
@@ -416,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with ResultStore(store_path) as store:
         warn_other_builds(stored_by_other_builds(store, {t.hash for t in tasks.values()}, build), build)
-        run_missing(plan, [tasks[k] for k in sims], store, args.jobs, args.retry_failed, spec.text)
+    run_missing(spec, tasks, store_path, args.jobs, args.retry_failed)
+    with ResultStore(store_path) as store:
         stored_rows = {r["hash"]: r for r in store.runs()}
 
     rows = [Row(k, data[k], k in selected, run_keys[k], stored_rows.get(tasks[run_keys[k]].hash)) for k in shown]

@@ -8,6 +8,7 @@ otherwise; the benchmark's N = 250,000 on 32x32 is for the lead's machine."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -327,9 +328,10 @@ def _live_with(token: str, wait_s: float = 10.0) -> list[str]:
 # resume are tested on `hplsim sweep` by test_kill.py and test_sweep_run.py
 @pytest.mark.slow
 def test_an_interrupted_run_keeps_what_finished_and_resumes(tmp_path):
-    """SIGTERM after the first of four runs: exit 143, one line saying so, the finished run
-    stored and the sweep marked interrupted, no simulation left running; the same command
-    then runs only the rest. Runs of another build in the store are reported."""
+    """SIGTERM after the first of four runs: a Ctrl-C, as for `hplsim sweep` (a batch
+    system's stop; exit 130), one line saying so, the finished run stored and the sweep
+    marked interrupted, no simulation left running; the same command then runs only the
+    rest. Runs of another build in the store are reported."""
     import os
     import signal
     import sqlite3
@@ -349,8 +351,8 @@ def test_an_interrupted_run_keeps_what_finished_and_resumes(tmp_path):
             proc.send_signal(signal.SIGTERM)
             break
     rest = proc.communicate(timeout=120)[1]
-    assert proc.returncode == 143, "".join(seen) + rest
-    assert "stopped after 1 of 4 runs" in rest and rest.strip().splitlines()[-1] == "hplsim: interrupted by SIGTERM"
+    assert proc.returncode == 130, "".join(seen) + rest
+    assert "stopped after 1 of 4 runs" in rest and rest.strip().splitlines()[-1] == "hplsim: interrupted"
     assert _live_with(token) == []  # the pool and its simulations are gone with it
     with ResultStore(store, create=False) as s:
         assert len(s.runs()) == 1 and [w["status"] for w in s.sweeps()] == ["interrupted"]
@@ -389,9 +391,32 @@ def test_another_model_and_platform_are_what_ifs_keyed_apart(tmp_path, capfd, mo
     assert "--model" not in plain.stdout
     spec = fb.sweep_spec(250000, (32, 32), 1, [(2, 0, 0)], "b")
     spec_m = fb.sweep_spec(250000, (32, 32), 1, [(2, 0, 0)], "b", model=model)
-    (_, t), (_, t_m) = (fb.plan_runs(s, [(2, 0, 0)], tmp_path / "w") for s in (spec, spec_m))
+    t, t_m = (fb.plan_runs(s, [(2, 0, 0)], tmp_path / "w") for s in (spec, spec_m))
     assert t[(2, 0, 0)].hash != t_m[(2, 0, 0)].hash
     bad = in_process("--dry-run", "--model", tmp_path / "none.yaml", "--store", store, cwd=tmp_path, capfd=capfd,
                      monkeypatch=monkeypatch)
     errors = [line for line in bad.stderr.splitlines() if line.startswith("hplsim: error:")]
     assert bad.returncode != 0 and len(errors) == 1 and "--model" in errors[0] and "no such file" in errors[0]
+
+
+# slow: two processes with four simulations between them at N = 8,000
+@pytest.mark.slow
+def test_two_processes_on_one_store_run_each_configuration_once(tmp_path):
+    """Both given the same configurations at once: each run is claimed in the store by the
+    process that starts it, the other waits for its outcome instead of running it again
+    (without the claims both ran all four), and both then print the same figures."""
+    store = tmp_path / "s.sqlite"
+    args = ["--n", "8000", "--grid", "2x2", "--configs", "0,0,0", "1,0,0", "3,0,0", "--jobs", "1", "--store", str(store)]
+    procs = [subprocess.Popen([sys.executable, str(SCRIPT), *args, "--json", str(tmp_path / f"{i}.json")], cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+    ran = [line for _, err in outs for line in err.splitlines() if re.search(r"factorial: \[\d+/\d+\]", line)]
+    assert len(ran) == 4, "\n".join(ran)
+    figures = [{(r["bcast"], r["depth"], r["swap"]): r["hplsim_gflops"] for r in json.loads((tmp_path / f"{i}.json")
+                                                                                            .read_text())["configurations"]}
+               for i in range(2)]
+    assert figures[0] == figures[1] and len(figures[0]) == 4 and all(v > 0 for v in figures[0].values())
+    with ResultStore(store, create=False) as s:
+        assert len(s.runs()) == 4 and [w["status"] for w in s.sweeps()] == ["done", "done"]

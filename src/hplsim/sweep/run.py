@@ -26,7 +26,7 @@ from hplsim.sweep.executors import Executor
 from hplsim.sweep.plan import Invalid, make_plan
 from hplsim.sweep.spec import SweepSpec
 from hplsim.sweep.store import HEARTBEAT_S, ResultStore, SweepCounts, heartbeat
-from hplsim.sweep.tasks import Task
+from hplsim.sweep.tasks import Outcome, Task
 
 MAX_LISTED = 5  # invalid combinations / failures printed one by one, then counted
 WAIT_POLL_S = 0.5  # how often a sweep looks whether another sweep stored the runs it waits for
@@ -151,11 +151,18 @@ def _progress_bar(total: int, enabled: bool):
 
 
 def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool = False,
-              progress: bool = True, log: Callable[[str], None] = _eprint) -> SweepResult:
+              progress: bool = True, log: Callable[[str], None] = _eprint,
+              select: Callable[[Task], bool] | None = None,
+              on_outcome: Callable[[Task, Outcome], None] | None = None) -> SweepResult:
+    """Run what the store lacks of the spec's runs (those `select` keeps, when given: a
+    subset of the product, as `benchmarks/factorial.py` runs), storing each outcome as it
+    comes and then telling `on_outcome`."""
     start = time.perf_counter()
     executor.check()
     inputs = _InputFiles(spec)
     plan = make_plan(spec, work_dir(db), spec.timeout)
+    if select is not None:
+        plan.tasks = [t for t in plan.tasks if select(t)]
     inputs.check()  # changed while the plan read it: say so now
     result = SweepResult(planned=len(plan.tasks), invalid=plan.invalid)
     report_invalid(plan.invalid, log)
@@ -236,6 +243,8 @@ def run_sweep(spec: SweepSpec, db: Path, executor: Executor, retry_failed: bool 
                                 store.record(task, plan.variants[task.variant], outcome, sweep_id)
                             except HplsimError as exc:
                                 raise kept(exc, f"the run {describe_task(task)} is lost, ") from None
+                            if on_outcome is not None:
+                                on_outcome(task, outcome)
                             if outcome.status == "ok":
                                 result.ok += 1
                             else:
