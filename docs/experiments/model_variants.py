@@ -5,6 +5,7 @@ Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
        python model_variants.py scaled MODEL.yaml OUT.yaml NODE:CPU=FACTOR[,...]
        python model_variants.py hostmean MODEL.yaml OUT.yaml
        python model_variants.py piecenomk MODEL.yaml OUT.yaml NB
+       python model_variants.py shrunk MODEL.yaml OUT.yaml F
   nonoise: every kernel's `noise:` set to `family: none` (E41)
   median:  every CPU's dgemm on the coefficient-wise median of the file's per-CPU dgemm
            laws, mean and noise (E42: no slow or noisy CPU; other kernels unchanged)
@@ -24,6 +25,10 @@ Usage: python model_variants.py nonoise|median|slowall MODEL.yaml OUT.yaml
            k = NB) on the same law without its `mk` term, mean and noise (E63: the far
            bound, a piece paying nothing per call for its m x k operand; Dahu's own
            thin calls paid about the law's full charge)
+  shrunk:  each CPU's dgemm, mean and noise, scaled so that its time at HPL's update over
+           the median CPU's, r, becomes 1 + F (r - 1): F = 1 the file, F = 0 every CPU at
+           the median CPU's speed there (E96: the CPUs' spread as the calibrations measured
+           it, all cores in dgemm, against a smaller one)
 """
 import sys
 
@@ -126,6 +131,16 @@ def hostmean(doc: dict) -> dict:
     return doc
 
 
+def shrunk(doc: dict, f: float) -> dict:
+    cpus = [c for h in doc["hosts"].values() for c in h["cpus"]]
+    times = [_update_time(c["kernels"]["dgemm"]) for c in cpus]
+    mid = float(np.median(times))
+    for c, t in zip(cpus, times):
+        r = t / mid
+        c["kernels"]["dgemm"] = _scale(c["kernels"]["dgemm"], (1 + f * (r - 1)) / r)
+    return doc
+
+
 def piecenomk(doc: dict, nb: int) -> dict:
     when = [f"n <= {nb}", f"n >= {nb}", f"k >= {nb}"]
     laws = [doc["default"]["kernels"]["dgemm"]] + [
@@ -143,7 +158,8 @@ if __name__ == "__main__":
     kind, src, out = sys.argv[1:4]
     variant = {"nonoise": nonoise, "median": median, "slowall": slowall,
                "jan2020": lambda d: jan2020(d, sys.argv[4]), "scaled": lambda d: scaled(d, sys.argv[4]),
-               "hostmean": hostmean, "piecenomk": lambda d: piecenomk(d, int(sys.argv[4]))}[kind]
+               "hostmean": hostmean, "piecenomk": lambda d: piecenomk(d, int(sys.argv[4])),
+               "shrunk": lambda d: shrunk(d, float(sys.argv[4]))}[kind]
     with open(src) as f:
         doc = yaml.safe_load(f)
     with open(out, "w") as f:
