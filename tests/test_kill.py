@@ -435,7 +435,7 @@ elif mode == "hplsim":
     handle_signals()
 elif mode == "calibrate":  # the handler `hplsim calibrate` measures under
     from hplsim.calibrate.runner import _signals_raise
-    held_open = _signals_raise()
+    held_open = _signals_raise()  # kept: collected, its generator would put the old handler back
     held_open.__enter__()
 elif mode == "noted":  # a sweep's or a search's, SIGTERM as a Ctrl-C
     from hplsim.processes import noted_interrupts
