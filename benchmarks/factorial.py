@@ -234,8 +234,7 @@ def run_missing(spec: SweepSpec, tasks: Mapping[Key, Task], store_path: Path, jo
     """Run the tasks the store lacks through the sweep stage (`run_sweep`, the spec's product
     cut down to `tasks`): each outcome stored as it comes, each run claimed in the store, so
     that two processes on one store never run the same configuration twice."""
-    with ResultStore(store_path) as store:
-        stored = store.statuses(t.hash for t in tasks.values())
+    stored = stored_statuses(store_path, [t.hash for t in tasks.values()])
     todo = [t for t in tasks.values() if t.hash not in stored or (retry_failed and stored[t.hash] == "failed")]
     already = sum(s == "ok" for s in stored.values())
     failed_before = sum(1 for t in tasks.values() if stored.get(t.hash) == "failed" and t not in todo)

@@ -91,13 +91,18 @@ def _update_time(law: dict) -> float:
     return sum(c * x[t] for t, c in law["mean"].items())
 
 
-def slowall(doc: dict) -> dict:
+def _relative_cpus(doc: dict) -> list[tuple[dict, float]]:
+    """Each CPU of the file, with its dgemm time at HPL's update over the median CPU's."""
     cpus = [c for h in doc["hosts"].values() for c in h["cpus"]]
     times = [_update_time(c["kernels"]["dgemm"]) for c in cpus]
     mid = float(np.median(times))
+    return [(c, t / mid) for c, t in zip(cpus, times)]
+
+
+def slowall(doc: dict) -> dict:
     others = {k: g for k, g in doc["default"]["kernels"].items() if k != "dgemm"}
-    for c, t in zip(cpus, times):
-        c["kernels"].update({name: _scale(g, t / mid) for name, g in others.items()})
+    for c, r in _relative_cpus(doc):
+        c["kernels"].update({name: _scale(g, r) for name, g in others.items()})
     return doc
 
 
@@ -132,11 +137,7 @@ def hostmean(doc: dict) -> dict:
 
 
 def shrunk(doc: dict, f: float) -> dict:
-    cpus = [c for h in doc["hosts"].values() for c in h["cpus"]]
-    times = [_update_time(c["kernels"]["dgemm"]) for c in cpus]
-    mid = float(np.median(times))
-    for c, t in zip(cpus, times):
-        r = t / mid
+    for c, r in _relative_cpus(doc):
         c["kernels"]["dgemm"] = _scale(c["kernels"]["dgemm"], (1 + f * (r - 1)) / r)
     return doc
 

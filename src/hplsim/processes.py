@@ -173,7 +173,7 @@ def in_waitpid_race(frame: Any) -> bool:
     return "_waitpid_lock.acquire(" in linecache.getline(frame.f_code.co_filename, frame.f_lineno)
 
 
-#: handlers of `_raise` running: a signal that lands inside one (the retry's own, when the
+#: calls of `raise_safely` running: a signal that lands inside one (the retry's own, when the
 #: timer thread starts slowly on a loaded machine) is deferred too, since raising it there
 #: would leave through the frame the outer one interrupted, inside subprocess's lock
 _handling = 0
