@@ -17,6 +17,7 @@ def test_predict_doc_examples_run(tmp_path):
     assert len(json.loads((tmp_path / "results.json").read_text())) == 4  # 2 N x 2 grids of HPL.dat
     assert "compute (modelled kernels)" in results[3].stdout
     assert "panel probes:" in results[3].stdout and "busy-waits turned into receives" in results[3].stdout
+    assert "HPL's phases" in results[4].stdout and "+ laswp" in results[4].stdout
 
 
 def test_readme_shows_the_two_commands():

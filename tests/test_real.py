@@ -4,6 +4,7 @@ failures as errors (crash, FAILED residual), bad input refused before anything r
 from __future__ import annotations
 
 import json
+import statistics
 import textwrap
 import time
 from pathlib import Path
@@ -353,3 +354,41 @@ def test_parse_hpl_output():
     assert res[1].residual_check == "FAILED"
     assert res[2].residual_check == "SKIPPED" and (res[2].n, res[2].nb, res[2].p, res[2].q) == (1000, 64, 2, 1)
     assert res[0].matches(HplConfig(n=500, nb=32))
+
+
+@two_cores
+def test_run_real_phases_are_hpls_own_and_archived(tmp_path):
+    """--phases runs HPL's timing build: each run's six phase times are HPL's lines, they
+    nest as HPL times them, they go into the archive and come back with its reader."""
+    from hplsim.hpl.output import PHASES, parse_phases
+
+    out = tmp_path / "real.zip"
+    r = run_cli("run-real", "-N", 3000, "--nb", 64, "-P", 1, "-Q", 2, "--depth", 0, "--repeat", 2, "--phases",
+                "--out", out, "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)[0]
+    a = read_archive(out)
+    outputs = [a.text(name) for name in sorted(a.names) if name.startswith("runs/")]
+    assert [run["phases"] for run in obj["runs"]] == [parse_phases(text)[0] for text in outputs]
+    for run in obj["runs"]:
+        ph = run["phases"]
+        assert set(ph) == set(PHASES)
+        assert ph["update"] > 0.5 * run["time_s"]  # the trailing updates carry most of 2/3 N^3
+        assert ph["laswp"] <= ph["update"] + 0.005 and ph["pfact"] <= ph["rfact"] + 0.005
+        assert all(ph[name] <= run["time_s"] + 0.005 for name in PHASES)
+    assert obj["phases"] == {name: statistics.median(run["phases"][name] for run in obj["runs"]) for name in PHASES}
+    table = a.table("hpl")
+    assert list(table["phase_update_s"]) == [run["phases"]["update"] for run in obj["runs"]]
+    back = read_results(out, [HplConfig(n=3000, nb=64, p=1, q=2, depth=0)], 2)
+    assert back is not None and [run.phases for run in back[0].runs] == [run["phases"] for run in obj["runs"]]
+    # a run without --phases leaves the columns empty, and its reader gives no phases
+    plain = tmp_path / "plain.zip"
+    assert run_cli("run-real", "-N", 1000, "--nb", 64, "-P", 1, "-Q", 2, "--out", plain, cwd=tmp_path).returncode == 0
+    assert read_archive(plain).table("hpl")["phase_update_s"].isna().all()
+    assert read_results(plain, [HplConfig(n=1000, nb=64, p=1, q=2)], 1)[0].runs[0].phases is None
+
+
+def test_run_real_phases_refuses_the_traced_build(tmp_path):
+    r = run_cli("run-real", "-N", 1000, "--nb", 64, "-P", 1, "-Q", 2, "--phases", "--trace", "--out",
+                tmp_path / "x.zip", cwd=tmp_path)
+    assert_one_line_error(r, "--phases")

@@ -25,10 +25,10 @@ from hplsim.emulate.preloads import simulation_preloads
 from hplsim.emulate.smpirun import run_smpirun
 from hplsim.emulate.trace import TraceRequest, trace_env, write_run_trace
 from hplsim.errors import HplsimError, Interrupted, warn, with_warnings
-from hplsim.hpl.build import EMULATED, hpl_binary
+from hplsim.hpl.build import EMULATED, EMULATED_TIMING, hpl_binary
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
-from hplsim.hpl.output import text_table
+from hplsim.hpl.output import format_phases, parse_phases, text_table
 from hplsim.hpl.options import HPL_OPTION_KEYS, hpl_options, params_from_options
 from hplsim.models.modelfile import ModelFile, load_model, write_runtime_table
 from hplsim.models.population import draw_cluster, with_variability
@@ -88,9 +88,13 @@ class Prediction:
     model_rsd: float = 0.0
     #: how the pivot search's exchanges ran, and under `checked` how far the model landed
     exchanges: dict | None = None
+    #: with `phases=True`: HPL's own per-phase times (hpl/output.py, PHASES), seconds
+    phases: dict | None = None
 
     def to_dict(self) -> dict:
         extra = {"breakdown": self.breakdown} if self.breakdown is not None else {}
+        if self.phases is not None:
+            extra["phases"] = self.phases
         extra.update(self.sampled or {})
         return {
             **self.config.as_dict(),
@@ -276,12 +280,16 @@ def predict(
     trace: TraceRequest | None = None,
     progress: Listener | None = None,
     exchanges: str = "modelled",
+    phases: bool = False,
 ) -> Prediction:
     """HPL's performance for `config` on `platform` with the kernel models of `model`:
     one simulation, its noise drawn from `seed` (same inputs and seed, same bits).
 
     `progress`, if given, is called from a reader thread with (first column of the
     panel HPL sets up, simulated time) as the simulation goes (emulate/progress.py).
+
+    `phases`: run HPL built with its own per-phase timers (``HPL_DETAILED_TIMING``) and
+    report them as a real HPL built so prints them (docs/predict.md, HPL's phase times).
 
     >>> from hplsim.hpl.config import HplConfig
     >>> from hplsim.platform.spec import spec_from_dict
@@ -300,7 +308,11 @@ def predict(
     used = check_inputs(config, platform, model.model)
     folding = folding_config()
     check_mapping_budget(config, folding)
-    binary = hpl_binary(EMULATED)
+    binary = hpl_binary(EMULATED_TIMING if phases else EMULATED)
+    # HPL's timers read MPI_Wtime at every phase boundary (each pivot column's exchange
+    # among them), and a platform may charge each read (smpi/wtime, Dahu's 5.1 us): free
+    # here, or the timers would add their own cost to the phases they time.
+    timer_cfg = {"smpi/wtime": "0"} if phases else {}
     with run_dir("run") as tmp:
         work = check_dir(Path(keep_dir).resolve(), "the run folder (--keep)") if keep_dir else tmp
         (work / "platform.xml").write_text(platform.xml)
@@ -316,7 +328,7 @@ def predict(
         with ProgressPipe(progress) if progress else contextlib.nullcontext() as pipe:
             out = run_smpirun(
                 binary, args, work, work / "platform.xml", work / "hostfile",
-                config.ranks, {**folding, **platform.config, **trace_cfg}, timeout,
+                config.ranks, {**folding, **platform.config, **trace_cfg, **timer_cfg}, timeout,
                 preloads=simulation_preloads(binary),
                 # SMPI copies the program once per rank into TMPDIR (dlopen privatization) and
                 # leaves a partial copy behind when the disk fills: into the run's own folder
@@ -329,6 +341,7 @@ def predict(
             (work / "stdout.txt").write_text(out.stdout)
             (work / "stderr.txt").write_text(out.stderr)
         time_s, gflops = _parse_result(out.stdout, config)
+        phase_times = _phases(out.stdout) if phases else None
         report_text = report.read_text() if report.exists() else ""
         split = _breakdown(report_text, time_s) if breakdown or KERNEL_REPORT else None
         free = zero_cost_kernels(split, drawn.model, used) if split else []
@@ -346,11 +359,18 @@ def predict(
             platform.label, platform.digest(), model.label, model.digest, split if breakdown else None,
             _sampled(model.model, drawn), out.peak_maps, out.peak_page_table_bytes,
             model_rsd(model.model, kernel_shares(split, time_s)) if split else model_rsd(model.model),
-            _exchanges(report_text, exchanges),
+            _exchanges(report_text, exchanges), phase_times,
         )
         if trace:
             write_run_trace(trace, work, pred.to_dict())
     return pred
+
+
+def _phases(stdout: str) -> dict:
+    blocks = parse_phases(stdout)
+    if len(blocks) != 1:
+        raise HplsimError(f"the timing build of HPL printed {len(blocks)} blocks of phase times, expected 1")
+    return blocks[0]
 
 
 def _sampled(model: ModelFile, drawn) -> dict | None:
@@ -433,6 +453,10 @@ def _format_breakdown(p: Prediction) -> str:
               help="With a population model: scale the run-to-run (day-to-day) spread, same scale.")
 @click.option("--breakdown", is_flag=True,
               help="Also report each rank's time split (modelled compute vs MPI) and the time per kernel.")
+@click.option("--phases", is_flag=True,
+              help="Also report HPL's own per-phase times (panel factorization, pivot exchanges, update, row "
+                   "swaps, solve) as a real HPL built with -DHPL_DETAILED_TIMING prints them "
+                   "(docs/predict.md, HPL's phase times).")
 @click.option("--trace", "trace_dir", type=click.Path(path_type=Path),
               help="Record every rank's kernels, MPI calls and waits into this directory (docs/formats/trace.md).")
 @click.option("--trace-panels", type=click.IntRange(min=1),
@@ -517,7 +541,7 @@ def predict_command(**opts) -> None:
                         runs.append(predict(config, platform, model, opts["seed"] + r, opts["timeout"], where,
                                             opts["breakdown"], trace if r == 0 else None,
                                             progress=bar if show_progress else None,
-                                            exchanges=opts["exchanges"]))
+                                            exchanges=opts["exchanges"], phases=opts["phases"]))
                         bar.finish()
                 preds.append(runs)
             except HplsimError as exc:
@@ -569,5 +593,7 @@ def _emit(preds: list[list[Prediction]], platform: Platform, model: ModelSource,
         for runs in preds:
             if runs[0].breakdown:
                 click.echo(_format_breakdown(runs[0]))
+            if runs[0].phases is not None:
+                click.echo(format_phases(runs[0].config, runs[0].time_s, runs[0].phases, "emulated"))
     if opts["output"]:  # after the printing: a full disk then loses no result
         write_json(opts["output"], with_warnings(doc), "the results (-o)")

@@ -67,6 +67,8 @@ EMULATED = Flavor("emulated", "smpicc",
 EMULATED_TIMING = Flavor("emulated-timing", "smpicc", (*EMULATED.cflags, "-DHPL_DETAILED_TIMING"), ("-lstdc++", "-lm"),
                          True)
 REAL = Flavor("real", "mpicc", ("-O3", *COMMON_DEFINES), ("-lopenblas", "-lm"), False)
+# The real HPL with the same per-phase timers as EMULATED_TIMING (`run-real --phases`).
+REAL_TIMING = Flavor("real-timing", "mpicc", (*REAL.cflags, "-DHPL_DETAILED_TIMING"), REAL.libs, False)
 
 
 def _require(cc: str) -> None:

@@ -11,6 +11,18 @@ HPL 2.0 prints, for each test::
 (the residual line is absent when the threshold of HPL.dat is not positive: the check is
 skipped). Time has two decimals only; Gflops has four significant digits, so it is the
 precise figure of a short run.
+
+Built with ``-DHPL_DETAILED_TIMING``, HPL also prints after each test the largest time any
+process spent in each phase of the factorization (`parse_phases`)::
+
+    Max aggregated wall time rfact . . . :               0.69
+    + Max aggregated wall time pfact . . :               0.65
+    + Max aggregated wall time mxswp . . :               0.53
+    Max aggregated wall time update  . . :              20.00
+    + Max aggregated wall time laswp . . :               2.62
+    Max aggregated wall time up tr sv  . :               0.12
+
+(``+`` marks a part of the line above it; a phase that took no time is not printed.)
 """
 
 from __future__ import annotations
@@ -25,6 +37,12 @@ from hplsim.hpl.config import HplConfig
 _RESULT = re.compile(
     r"^(W[RC]\d\d[LCR]\d+[LCR]\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.eE+-]+)\s*$")
 _RESIDUAL = re.compile(r"^(\|\|.*)=\s*([0-9.eE+-]+|nan|-?inf)\s*\.+\s*(PASSED|FAILED)\s*$", re.I)
+_PHASE = re.compile(r"^\+?\s*Max aggregated wall time (rfact|pfact|mxswp|update|laswp|up tr sv)[ .]*:\s*([0-9.eE+-]+)\s*$")
+#: HPL's phases, in the order it prints them, as `parse_phases` names them: the recursive
+#: panel factorization (rfact) and within it the panel factorization (pfact) and its pivot
+#: exchanges (mxswp); the trailing update (update) and within it the row swaps (laswp);
+#: the final triangular solve (up_tr_sv).
+PHASES = ("rfact", "pfact", "mxswp", "update", "laswp", "up_tr_sv")
 _ERROR = re.compile(r"HPL ERROR|Illegal input|illegal input values|Need at least|Execution stopped", re.I)
 
 PASSED, FAILED, SKIPPED = "PASSED", "FAILED", "SKIPPED"
@@ -72,6 +90,52 @@ def parse_hpl_output(text: str) -> list[HplResult]:
         if m and results:
             results[-1].residuals.append((m.group(1).strip(), float(m.group(2)), m.group(3).upper()))
     return results
+
+
+def parse_phases(text: str) -> list[dict[str, float]]:
+    """HPL's per-phase times (``HPL_DETAILED_TIMING``), one dict per test in order, each
+    phase's largest time over the processes in seconds; a phase HPL did not print (it took
+    no time) is 0.
+
+    >>> parse_phases("Max aggregated wall time rfact . . . :  0.69\\n"
+    ...              "+ Max aggregated wall time mxswp . . :  0.53\\n"
+    ...              "Max aggregated wall time update  . . : 20.00\\n")
+    [{'rfact': 0.69, 'pfact': 0.0, 'mxswp': 0.53, 'update': 20.0, 'laswp': 0.0, 'up_tr_sv': 0.0}]
+    """
+    blocks: list[dict[str, float]] = []
+    for line in text.splitlines():
+        m = _PHASE.match(line.strip())
+        if not m:
+            continue
+        name = m.group(1).replace(" ", "_")
+        if not blocks or name in blocks[-1] or PHASES.index(name) < max(PHASES.index(k) for k in blocks[-1]):
+            blocks.append({})  # a new test's block: its phases start again
+        blocks[-1][name] = float(m.group(2))
+    return [{name: block.get(name, 0.0) for name in PHASES} for block in blocks]
+
+
+_PHASE_LABELS = {"rfact": "rfact", "pfact": "+ pfact", "mxswp": "+ mxswp", "update": "update", "laswp": "+ laswp",
+                 "up_tr_sv": "up tr sv"}
+
+
+def format_phases(config: HplConfig, time_s: float, phases: dict[str, float], what: str) -> str:
+    """The phases as HPL names them, in its order, each with its share of HPL's time (the
+    same lines for an emulated and a real run, so that they read side by side).
+
+    >>> print(format_phases(HplConfig(n=2000, nb=64, p=1, q=2), 2.0, dict.fromkeys(PHASES, 0.5), "real"))
+    WR11C2R4 N=2000: HPL's phases (real), the largest time of any process (HPL time 2 s)
+      rfact           0.5000 s   25.0 %
+      + pfact         0.5000 s   25.0 %
+      + mxswp         0.5000 s   25.0 %
+      update          0.5000 s   25.0 %
+      + laswp         0.5000 s   25.0 %
+      up tr sv        0.5000 s   25.0 %
+    """
+    lines = [f"{config.label()} N={config.n}: HPL's phases ({what}), the largest time of any process "
+             f"(HPL time {time_s:.4g} s)"]
+    for name in PHASES:
+        lines.append(f"  {_PHASE_LABELS[name]:<10}{phases[name]:>12.4f} s {100 * phases[name] / time_s:>6.1f} %")
+    return "\n".join(lines)
 
 
 def error_lines(text: str) -> list[str]:

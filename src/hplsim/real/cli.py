@@ -12,7 +12,7 @@ from hplsim.clitypes import SEED, TIMEOUT
 from hplsim.outputs import check_file
 from hplsim.errors import HplsimError, with_warnings
 from hplsim.hpl.hpldat import read_hpl_dat
-from hplsim.hpl.output import text_table
+from hplsim.hpl.output import format_phases, text_table
 from hplsim.hpl.options import hpl_options, params_from_options
 from hplsim.real import run as real_run
 from hplsim.real.run import DEFAULT_THRESHOLD, DEFAULT_TIMEOUT_S, LAUNCHERS, MAX_REPEAT_FACTOR, Launch, RealResult
@@ -60,6 +60,9 @@ def format_results(results: list[RealResult]) -> str:
               help="Measure the machine's dgemm speed (a fixed 0.6 s workload on the ranks' cores) before "
                    "the first run and after every run, and archive it with each run: which runs met a slow "
                    "machine (local runs only; docs/validate.md).")
+@click.option("--phases", is_flag=True,
+              help="Run HPL built with its own per-phase timers (-DHPL_DETAILED_TIMING) and report each phase's "
+                   "median time, to hold against `hplsim predict --phases` (docs/validate.md).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON list, one object per configuration (gflops and time_s are medians).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages on stderr.")
@@ -97,11 +100,15 @@ def run_real(**opts) -> None:
         probe = MachineProbe(real_run.available_cores()[:max(c.ranks for c in configs)], opts["seed"])
     done = real_run.run_real(configs, launch, repeat=opts["repeat"], out=opts["out"], threshold=threshold,
                              timeout=opts["timeout"], shuffle=opts["shuffle"], seed=opts["seed"], progress=say,
-                             trace=opts["trace"], probe=probe, min_seconds=opts["min_seconds"])
+                             trace=opts["trace"], probe=probe, min_seconds=opts["min_seconds"],
+                             phases=opts["phases"])
     if opts["as_json"]:
         json.dump(with_warnings([r.to_dict() for r in done.results]), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         click.echo(format_results(done.results))
+        for r in done.results:
+            if r.phases is not None:
+                click.echo(format_phases(r.config, r.time_s, r.phases, f"median of {len(r.runs)} run(s)"))
     if done.archive is not None and say:
         say(f"wrote {done.archive}")

@@ -41,7 +41,7 @@ from hplsim.calibrate.hosts import mpirun_base
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import write_hpl_dat
-from hplsim.hpl.output import FAILED, SKIPPED, error_lines, expect_result
+from hplsim.hpl.output import FAILED, PHASES, SKIPPED, error_lines, expect_result, parse_phases
 from hplsim.outputs import write_or_fallback
 from hplsim.processes import kill_group, popen, run_dir
 from hplsim.sysinfo import mem_available
@@ -205,6 +205,7 @@ class RealRun:
     other_load: float | None = None  # cores kept busy by other processes during the run (mean)
     probe_before: float | None = None  # the machine's speed just before the run (Gflops/core, probe.py)
     probe_after: float | None = None  # ... and just after it
+    phases: dict[str, float] | None = None  # with --phases: HPL's per-phase times (hpl/output.py)
 
     @property
     def probe(self) -> float | None:
@@ -218,7 +219,8 @@ class RealRun:
                 **self.config.as_dict(), "time_s": self.time_s, "gflops": self.gflops, "residual": self.residual,
                 "residual_check": self.residual_check, "wall_s": self.wall_s, "start": self.start,
                 "load_before": self.load_before, "other_load": self.other_load,
-                "probe_before_gflops": self.probe_before, "probe_after_gflops": self.probe_after}
+                "probe_before_gflops": self.probe_before, "probe_after_gflops": self.probe_after,
+                **{f"phase_{name}_s": (self.phases or {}).get(name) for name in PHASES}}
 
 
 @dataclass
@@ -245,6 +247,13 @@ class RealResult:
         return statistics.median(r.time_s for r in self.runs)
 
     @property
+    def phases(self) -> dict[str, float] | None:
+        """Each phase's median over the runs (with --phases)."""
+        if not self.runs or any(r.phases is None for r in self.runs):
+            return None
+        return {name: statistics.median(r.phases[name] for r in self.runs) for name in PHASES}
+
+    @property
     def residual_check(self) -> str:
         checks = {r.residual_check for r in self.runs}
         return FAILED if FAILED in checks else SKIPPED if SKIPPED in checks else "PASSED"
@@ -257,8 +266,9 @@ class RealResult:
             "runs": [{"repetition": r.repetition, "gflops": r.gflops, "time_s": r.time_s, "residual": r.residual,
                       "residual_check": r.residual_check, "wall_s": r.wall_s, "load_before": r.load_before,
                       "other_load": r.other_load, "probe_before_gflops": r.probe_before,
-                      "probe_after_gflops": r.probe_after}
+                      "probe_after_gflops": r.probe_after, **({"phases": r.phases} if r.phases is not None else {})}
                      for r in self.runs],
+            **({"phases": self.phases} if self.phases is not None else {}),
             "hplsim_version": __version__,
         }
 
@@ -418,6 +428,7 @@ def run_real(
     probe: "MachineProbe | None" = None,
     between_rounds: Callable[[int], None] | None = None,
     min_seconds: float = 0.0,
+    phases: bool = False,
 ) -> RealRunSet:
     """Run every configuration `repeat` times; write the archive `out` (if given); return
     the results by configuration (in the order given). Raises `RealRunError` at the first
@@ -426,6 +437,9 @@ def run_real(
     trace: run the traced HPL (`hplsim.real.trace`): every kernel call the emulation
     models is timed and returned (and archived as results/kernels.csv), tagged with the
     run's ``order``. Local runs only (each rank writes its trace file on its host).
+
+    phases: run HPL built with its per-phase timers (``HPL_DETAILED_TIMING``, the build
+    `hplsim predict --phases` emulates) and keep each run's phase times.
 
     probe: measure the machine's speed (`hplsim.real.probe`) before the first run and after
     every run, so that each run knows the speed of the machine it met. Local runs only.
@@ -441,7 +455,7 @@ def run_real(
     dips of 20–30 % lasting about a second), so the median of a short configuration needs
     more runs than a long one's for the same precision.
     """
-    from hplsim.hpl.build import REAL, hpl_binary
+    from hplsim.hpl.build import REAL, REAL_TIMING, hpl_binary
 
     configs = list(configs)
     if repeat < 1:
@@ -451,6 +465,8 @@ def run_real(
         raise HplsimError("--trace runs on this host only (each rank writes its trace on its own host)")
     if probe is not None and launch.kind != "local":
         raise HplsimError("--probe runs on this host only (it measures this host's cores)")
+    if phases and (trace or binary is not None):
+        raise HplsimError("--phases runs HPL's own timing build: not with --trace or another binary")
     check_configs(configs, launch)
     if binary is None:
         if trace:
@@ -458,7 +474,7 @@ def run_real(
 
             binary = traced_binary()
         else:
-            binary = hpl_binary(REAL)
+            binary = hpl_binary(REAL_TIMING if phases else REAL)
     binary = Path(binary)
     say = progress or (lambda msg: None)
 
@@ -528,13 +544,18 @@ def run_real(
                             fail = (f"HPL {config.label()} N={config.n} NB={config.nb} {config.p}x{config.q}: "
                                     f"residual check FAILED (scaled residual {res.residual:g} >= threshold "
                                     f"{threshold:g}): the result is wrong, not slow")
+                        phase_times = parse_phases(o.stdout) if phases else []
+                        if phases and len(phase_times) != 1:
+                            fail = (f"HPL {config.label()} N={config.n}: the timing build printed "
+                                    f"{len(phase_times)} blocks of phase times, expected 1")
                 if fail is not None:
                     status, reason = "aborted", fail
                     error = RealRunError(fail)
                     break
                 before, speed = speed, (probe.measure() if probe is not None else None)
                 run = RealRun(config, r, order, res.time_s, res.gflops, res.residual, res.residual_check,
-                              o.end - o.start, o.start, load, other_load, before, speed)
+                              o.end - o.start, o.start, load, other_load, before, speed,
+                              phase_times[0] if phases else None)
                 runs.append(run)
                 results[i].runs.append(run)
                 if trace:
@@ -585,7 +606,7 @@ def _write_archive(out: Path, configs: Sequence[HplConfig], runs: list[RealRun],
     w = ArchiveWriter()
     columns = ["order", "repetition", "label", *HplConfig.__dataclass_fields__, "time_s", "gflops", "residual",
                "residual_check", "wall_s", "start", "load_before", "other_load", "probe_before_gflops",
-               "probe_after_gflops"]
+               "probe_after_gflops", *(f"phase_{name}_s" for name in PHASES)]
     w.add_table("results/hpl.csv", pd.DataFrame([r.row() for r in runs], columns=columns))
     if kernels is not None:
         w.add_table("results/kernels.csv", kernels)
@@ -648,9 +669,16 @@ def read_results(path: Path, configs: Sequence[HplConfig], repeat: int) -> list[
             res.runs.append(RealRun(c, int(r.repetition), int(r.order), float(r.time_s), float(r.gflops),
                                     _number(r, "residual"), str(r.residual_check), float(r.wall_s),
                                     float(r.start), _number(r, "load_before"), _number(r, "other_load"),
-                                    _number(r, "probe_before_gflops"), _number(r, "probe_after_gflops")))
+                                    _number(r, "probe_before_gflops"), _number(r, "probe_after_gflops"),
+                                    _phases(r)))
         out.append(res)
     return out
+
+
+def _phases(row: Any) -> dict[str, float] | None:
+    """A run's phase times, if it was run with --phases (archives before them lack the columns)."""
+    values = {name: _number(row, f"phase_{name}_s") for name in PHASES}
+    return None if any(v is None for v in values.values()) else values  # type: ignore[misc]
 
 
 def _number(row: Any, column: str) -> float | None:
