@@ -5,16 +5,23 @@ same run, and the reader takes HPL's lines as HPL prints them."""
 from __future__ import annotations
 
 import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from hplsim.hpl.config import HplConfig
 from hplsim.hpl.output import PHASES, parse_phases
 from hplsim.models.modelfile import HostModel, KernelModel, ModelFile, Polynomial, save_model
-from hplsim.platform.spec import spec_from_dict
+from hplsim.platform.spec import load_platform, spec_from_dict
 from hplsim.predict import ModelSource, predict
 from hplsim.presets import DEFAULT
-from helpers import run_cli
+from helpers import require_tools, run_cli
+
+REPO = Path(__file__).resolve().parents[1]
 
 # HPL prints each phase with two decimals
 ROUNDING = 0.005
@@ -114,3 +121,63 @@ def test_cli_prints_and_writes_the_phases(tmp_path):
     out = run_cli("predict", "-N", "3000", "--nb", "64", "-P", "2", "-Q", "2", "--seed", "1", "--phases", "--json")
     doc = json.loads(out.stdout)[0]
     assert set(doc["phases"]) == set(PHASES) and doc["phases"]["update"] > 0
+
+
+# ------------------------------------------------------------ against real runs (benchmarks/phases_vs_real.py)
+
+REAL_CONFIG = HplConfig(n=1200, nb=64, p=1, q=2, depth=1)
+
+
+@pytest.fixture(scope="module")
+def real_phases(tmp_path_factory):
+    from hplsim.real.run import run_real
+
+    require_tools("mpirun", "mpicc")
+    out = tmp_path_factory.mktemp("real") / "real.zip"
+    run_real([REAL_CONFIG], out=out, repeat=2, phases=True)
+    return out
+
+
+def hand_model(tmp_path) -> Path:
+    from hplsim.hpl.kernels import traced
+
+    kernels = {k: {"mean": {"intercept": 1e-6}} for k in traced()}
+    kernels["dgemm"] = {"mean": {"mnk": 2e-11}}
+    path = tmp_path / "model.yaml"
+    path.write_text(yaml.safe_dump({"format": "hplsim-model", "version": 1, "default": {"kernels": kernels}}))
+    return path
+
+
+def test_the_benchmark_holds_each_phase_against_the_real_runs(real_phases, tmp_path):
+    from hplsim.calibrate.archive import read_archive
+    from hplsim.real.run import read_results
+    from hplsim.validate.phases import phase_table
+
+    spec = tmp_path / "p.yaml"
+    spec.write_text(yaml.safe_dump({"nodes": 1, "cores_per_node": 2,
+                                    "network": {"bandwidth": "10GBps", "latency": "1us"}}))
+    model = hand_model(tmp_path)
+    r = subprocess.run([sys.executable, str(REPO / "benchmarks" / "phases_vs_real.py"), str(real_phases),
+                        "--model", str(model), "--platform", str(spec), "--seed", "1"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stdout.splitlines() if "WR11C2R4 N=1200 NB=64 1x2" in line]
+    assert [line.split()[4] for line in lines] == [*PHASES, "total"]
+    # the figures are the archive's runs and the prediction, paired phase by phase
+    real = read_results(real_phases, [REAL_CONFIG], 2)
+    pred = predict(REAL_CONFIG, load_platform(spec), ModelSource.from_path(model), seed=1, phases=True)
+    t = phase_table(real, [pred]).set_index("phase")
+    assert t.loc["update", "real_s"] == statistics.median(run.phases["update"] for run in real[0].runs)
+    assert t.loc["total", "emulated_s"] == pred.time_s
+    assert t.loc["update", "emulated_s"] == pred.phases["update"]
+    assert f"{t.loc['total', 'emulated_s']:.3f}".rstrip("0") in lines[-1]
+    # an archive made without --phases is one error line
+    plain = tmp_path / "plain.zip"
+    from hplsim.real.run import run_real
+
+    run_real([REAL_CONFIG], out=plain)
+    assert read_archive(plain).status == "complete"
+    bad = subprocess.run([sys.executable, str(REPO / "benchmarks" / "phases_vs_real.py"), str(plain),
+                          "--model", str(model), "--platform", str(spec)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and bad.stderr.startswith("hplsim: error:") and "--phases" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
