@@ -58,6 +58,9 @@ def test_reader_takes_each_tests_block_in_order():
         {"rfact": 1.25, "pfact": 0.0, "mxswp": 0.02, "update": 12.0, "laswp": 0.0, "up_tr_sv": 0.0},
     ]
     assert parse_phases("WR11C2R4 2000 128 1 2 0.23 2.327e+01\n") == []
+    # a block whose phases all took no time: HPL prints its rule and no phase line
+    rule = HPL_TEXT.splitlines()[1]
+    assert parse_phases(f"{rule}\n{'=' * 80}\n") == [dict.fromkeys(PHASES, 0.0)]
 
 
 def dgemm_only(tmp_path, rate_flops: float) -> ModelSource:

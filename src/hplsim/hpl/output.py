@@ -22,7 +22,8 @@ process spent in each phase of the factorization (`parse_phases`)::
     + Max aggregated wall time laswp . . :               2.62
     Max aggregated wall time up tr sv  . :               0.12
 
-(``+`` marks a part of the line above it; a phase that took no time is not printed.)
+(after a ``--VVV--VVV--…`` rule; ``+`` marks a part of the line above it; a phase that
+took no time is not printed.)
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ _PHASE = re.compile(r"^\+?\s*Max aggregated wall time (rfact|pfact|mxswp|update|
 #: exchanges (mxswp); the trailing update (update) and within it the row swaps (laswp);
 #: the final triangular solve (up_tr_sv).
 PHASES = ("rfact", "pfact", "mxswp", "update", "laswp", "up_tr_sv")
+_PHASES_RULE = "--VVV--VVV--"
 _ERROR = re.compile(r"HPL ERROR|Illegal input|illegal input values|Need at least|Execution stopped", re.I)
 
 PASSED, FAILED, SKIPPED = "PASSED", "FAILED", "SKIPPED"
@@ -94,24 +96,26 @@ def parse_hpl_output(text: str) -> list[HplResult]:
 
 def parse_phases(text: str) -> list[dict[str, float]]:
     """HPL's per-phase times (``HPL_DETAILED_TIMING``), one dict per test in order, each
-    phase's largest time over the processes in seconds; a phase HPL did not print (it took
-    no time) is 0.
+    phase's largest time over the processes in seconds. A block starts at the ``--VVV--``
+    rule HPL prints only in that build; a phase it leaves out (it took no time) is 0, so a
+    run whose phases all took no time still has its block.
 
-    >>> parse_phases("Max aggregated wall time rfact . . . :  0.69\\n"
+    >>> parse_phases("--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV--VVV-\\n"
+    ...              "Max aggregated wall time rfact . . . :  0.69\\n"
     ...              "+ Max aggregated wall time mxswp . . :  0.53\\n"
     ...              "Max aggregated wall time update  . . : 20.00\\n")
     [{'rfact': 0.69, 'pfact': 0.0, 'mxswp': 0.53, 'update': 20.0, 'laswp': 0.0, 'up_tr_sv': 0.0}]
     """
     blocks: list[dict[str, float]] = []
     for line in text.splitlines():
-        m = _PHASE.match(line.strip())
-        if not m:
+        line = line.strip()
+        if line.startswith(_PHASES_RULE):
+            blocks.append(dict.fromkeys(PHASES, 0.0))
             continue
-        name = m.group(1).replace(" ", "_")
-        if not blocks or name in blocks[-1] or PHASES.index(name) < max(PHASES.index(k) for k in blocks[-1]):
-            blocks.append({})  # a new test's block: its phases start again
-        blocks[-1][name] = float(m.group(2))
-    return [{name: block.get(name, 0.0) for name in PHASES} for block in blocks]
+        m = _PHASE.match(line)
+        if m and blocks:
+            blocks[-1][m.group(1).replace(" ", "_")] = float(m.group(2))
+    return blocks
 
 
 _PHASE_LABELS = {"rfact": "rfact", "pfact": "+ pfact", "mxswp": "+ mxswp", "update": "update", "laswp": "+ laswp",
