@@ -200,7 +200,7 @@ def trust(res: Results) -> list[str]:
         ["The trend in N", _trend(res, DAHU), dahu, "`docs/validation.md` E38, E92, E94"],
         ["The trend in N", _trend(res, sweep_2020), jan + ", its 'good' N-sweep", "`docs/validation.md` E58, E92, E94"],
         ["Ranking BCAST / DEPTH / SWAP (the factorial's 36 configurations, N = 250,000)", _factorial(res), jan,
-         "`docs/validation.md` E57, E62, E64–E68, E91, E94–E96"],
+         "`docs/validation.md` E57, E62, E64–E68, E91, E94–E96, E99, E100"],
         ["NB", "not measured on Dahu (the factorial's NB = 256 half is held back for an outside check)", jan,
          "`docs/presets.md`"],
         ["NB", _closed_loop_by(res, lambda r: str(r["nb"]), "NB"), this_machine(res, CLOSED_LOOP),
