@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from hplsim.hpl.config import HplConfig
-from hplsim.hpl.output import PHASES, parse_phases
+from hplsim.errors import HplsimError
+from hplsim.hpl.output import PHASES, expect_phases, parse_phases
 from hplsim.models.modelfile import HostModel, KernelModel, ModelFile, Polynomial, save_model
 from hplsim.platform.spec import load_platform, spec_from_dict
 from hplsim.predict import ModelSource, predict
@@ -61,6 +62,11 @@ def test_reader_takes_each_tests_block_in_order():
     # a block whose phases all took no time: HPL prints its rule and no phase line
     rule = HPL_TEXT.splitlines()[1]
     assert parse_phases(f"{rule}\n{'=' * 80}\n") == [dict.fromkeys(PHASES, 0.0)]
+    # a run's output must hold exactly one block: a plain build's holds none
+    with pytest.raises(HplsimError, match="printed 2 blocks"):
+        expect_phases(HPL_TEXT)
+    with pytest.raises(HplsimError, match="printed 0 blocks"):
+        expect_phases(HPL_TEXT.replace(rule, ""))
 
 
 def dgemm_only(tmp_path, rate_flops: float) -> ModelSource:

@@ -28,7 +28,7 @@ from hplsim.errors import HplsimError, Interrupted, warn, with_warnings
 from hplsim.hpl.build import EMULATED, EMULATED_TIMING, hpl_binary
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import read_hpl_dat, write_hpl_dat
-from hplsim.hpl.output import format_phases, parse_phases, text_table
+from hplsim.hpl.output import expect_phases, format_phases, text_table
 from hplsim.hpl.options import HPL_OPTION_KEYS, hpl_options, params_from_options
 from hplsim.models.modelfile import ModelFile, load_model, write_runtime_table
 from hplsim.models.population import draw_cluster, with_variability
@@ -341,7 +341,7 @@ def predict(
             (work / "stdout.txt").write_text(out.stdout)
             (work / "stderr.txt").write_text(out.stderr)
         time_s, gflops = _parse_result(out.stdout, config)
-        phase_times = _phases(out.stdout) if phases else None
+        phase_times = expect_phases(out.stdout) if phases else None
         report_text = report.read_text() if report.exists() else ""
         split = _breakdown(report_text, time_s) if breakdown or KERNEL_REPORT else None
         free = zero_cost_kernels(split, drawn.model, used) if split else []
@@ -364,13 +364,6 @@ def predict(
         if trace:
             write_run_trace(trace, work, pred.to_dict())
     return pred
-
-
-def _phases(stdout: str) -> dict:
-    blocks = parse_phases(stdout)
-    if len(blocks) != 1:
-        raise HplsimError(f"the timing build of HPL printed {len(blocks)} blocks of phase times, expected 1")
-    return blocks[0]
 
 
 def _sampled(model: ModelFile, drawn) -> dict | None:

@@ -118,6 +118,15 @@ def parse_phases(text: str) -> list[dict[str, float]]:
     return blocks
 
 
+def expect_phases(text: str) -> dict[str, float]:
+    """The phase times of the single test in the output of a timing build's run, or a
+    one-line error."""
+    blocks = parse_phases(text)
+    if len(blocks) != 1:
+        raise HplsimError(f"HPL's timing build printed {len(blocks)} blocks of phase times, expected 1")
+    return blocks[0]
+
+
 _PHASE_LABELS = {"rfact": "rfact", "pfact": "+ pfact", "mxswp": "+ mxswp", "update": "update", "laswp": "+ laswp",
                  "up_tr_sv": "up tr sv"}
 

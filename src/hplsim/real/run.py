@@ -41,7 +41,7 @@ from hplsim.calibrate.hosts import mpirun_base
 from hplsim.errors import HplsimError
 from hplsim.hpl.config import HplConfig, HplParams
 from hplsim.hpl.hpldat import write_hpl_dat
-from hplsim.hpl.output import FAILED, PHASES, SKIPPED, error_lines, expect_result, parse_phases
+from hplsim.hpl.output import FAILED, PHASES, SKIPPED, error_lines, expect_phases, expect_result
 from hplsim.outputs import write_or_fallback
 from hplsim.processes import kill_group, popen, run_dir
 from hplsim.sysinfo import mem_available
@@ -534,6 +534,7 @@ def run_real(
                     outputs[f"runs/{order:04d}-{config.label()}-{config.n}-{config.nb}-{config.p}x{config.q}"
                             f"-r{r}.txt"] = o.stdout + ("\n--- stderr ---\n" + o.stderr if o.stderr.strip() else "")
                 fail = _failure(config, o)
+                phase_times = None
                 if fail is None:
                     try:
                         res = expect_result(o.stdout, config)
@@ -544,10 +545,11 @@ def run_real(
                             fail = (f"HPL {config.label()} N={config.n} NB={config.nb} {config.p}x{config.q}: "
                                     f"residual check FAILED (scaled residual {res.residual:g} >= threshold "
                                     f"{threshold:g}): the result is wrong, not slow")
-                        phase_times = parse_phases(o.stdout) if phases else []
-                        if phases and len(phase_times) != 1:
-                            fail = (f"HPL {config.label()} N={config.n}: the timing build printed "
-                                    f"{len(phase_times)} blocks of phase times, expected 1")
+                        elif phases:
+                            try:
+                                phase_times = expect_phases(o.stdout)
+                            except HplsimError as exc:
+                                fail = f"HPL {config.label()} N={config.n}: {exc}"
                 if fail is not None:
                     status, reason = "aborted", fail
                     error = RealRunError(fail)
@@ -555,7 +557,7 @@ def run_real(
                 before, speed = speed, (probe.measure() if probe is not None else None)
                 run = RealRun(config, r, order, res.time_s, res.gflops, res.residual, res.residual_check,
                               o.end - o.start, o.start, load, other_load, before, speed,
-                              phase_times[0] if phases else None)
+                              phase_times)
                 runs.append(run)
                 results[i].runs.append(run)
                 if trace:
