@@ -46,8 +46,7 @@ def main() -> None:
         raise HplsimError(f"{args.real}: not an archive of hplsim run-real")
     table = archive.table("hpl")
     fields = list(HplConfig.__dataclass_fields__)
-    configs = [HplConfig(**{f: (v.item() if hasattr(v, "item") else v) for f, v in row.items()})
-               for row in table[fields].drop_duplicates().to_dict("records")]
+    configs = [HplConfig(**row) for row in table[fields].drop_duplicates().to_dict("records")]
     real = read_results(args.real, configs, 1)
     if real is None or any(r.phases is None for r in real):
         raise HplsimError(f"{args.real}: its runs were not made with --phases (or the archive is incomplete)")

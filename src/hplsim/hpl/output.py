@@ -38,12 +38,14 @@ from hplsim.hpl.config import HplConfig
 _RESULT = re.compile(
     r"^(W[RC]\d\d[LCR]\d+[LCR]\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.eE+-]+)\s*$")
 _RESIDUAL = re.compile(r"^(\|\|.*)=\s*([0-9.eE+-]+|nan|-?inf)\s*\.+\s*(PASSED|FAILED)\s*$", re.I)
-_PHASE = re.compile(r"^\+?\s*Max aggregated wall time (rfact|pfact|mxswp|update|laswp|up tr sv)[ .]*:\s*([0-9.eE+-]+)\s*$")
-#: HPL's phases, in the order it prints them, as `parse_phases` names them: the recursive
-#: panel factorization (rfact) and within it the panel factorization (pfact) and its pivot
-#: exchanges (mxswp); the trailing update (update) and within it the row swaps (laswp);
-#: the final triangular solve (up_tr_sv).
+#: HPL's phases, in the order it prints them, as `parse_phases` names them (HPL's names,
+#: "_" for its spaces): the recursive panel factorization (rfact) and within it the panel
+#: factorization (pfact) and its pivot exchanges (mxswp); the trailing update (update) and
+#: within it the row swaps (laswp); the final triangular solve (up_tr_sv).
 PHASES = ("rfact", "pfact", "mxswp", "update", "laswp", "up_tr_sv")
+_PART_PHASES = ("pfact", "mxswp", "laswp")  # the ones HPL prints with a "+": part of the line above
+_PHASE = re.compile(r"^\+?\s*Max aggregated wall time (" + "|".join(p.replace("_", " ") for p in PHASES)
+                    + r")[ .]*:\s*([0-9.eE+-]+)\s*$")
 _PHASES_RULE = "--VVV--VVV--"
 _ERROR = re.compile(r"HPL ERROR|Illegal input|illegal input values|Need at least|Execution stopped", re.I)
 
@@ -127,10 +129,6 @@ def expect_phases(text: str) -> dict[str, float]:
     return blocks[0]
 
 
-_PHASE_LABELS = {"rfact": "rfact", "pfact": "+ pfact", "mxswp": "+ mxswp", "update": "update", "laswp": "+ laswp",
-                 "up_tr_sv": "up tr sv"}
-
-
 def format_phases(config: HplConfig, time_s: float, phases: dict[str, float], what: str) -> str:
     """The phases as HPL names them, in its order, each with its share of HPL's time (the
     same lines for an emulated and a real run, so that they read side by side).
@@ -147,7 +145,8 @@ def format_phases(config: HplConfig, time_s: float, phases: dict[str, float], wh
     lines = [f"{config.label()} N={config.n}: HPL's phases ({what}), the largest time of any process "
              f"(HPL time {time_s:.4g} s)"]
     for name in PHASES:
-        lines.append(f"  {_PHASE_LABELS[name]:<10}{phases[name]:>12.4f} s {100 * phases[name] / time_s:>6.1f} %")
+        label = ("+ " if name in _PART_PHASES else "") + name.replace("_", " ")
+        lines.append(f"  {label:<10}{phases[name]:>12.4f} s {100 * phases[name] / time_s:>6.1f} %")
     return "\n".join(lines)
 
 

@@ -44,10 +44,11 @@ def phase_table(real: Sequence[RealResult], predicted: Sequence[Prediction]) -> 
         if res.phases is None or pred.phases is None:
             raise ValueError(f"{res.config.label()} N={res.config.n}: run without phases")
         name = f"{res.config.label()} N={res.config.n} NB={res.config.nb} {res.config.p}x{res.config.q}"
-        sides = {phase: ([r.phases[phase] for r in res.runs], pred.phases[phase]) for phase in PHASES}
-        sides["total"] = ([r.time_s for r in res.runs], pred.time_s)
-        for phase, (values, emulated) in sides.items():
-            median = float(pd.Series(values).median())
+        # the real side's medians are RealResult's own (its `phases` and `time_s`)
+        sides = {phase: (res.phases[phase], [r.phases[phase] for r in res.runs], pred.phases[phase])
+                 for phase in PHASES}
+        sides["total"] = (res.time_s, [r.time_s for r in res.runs], pred.time_s)
+        for phase, (median, values, emulated) in sides.items():
             rows.append([name, phase, median, min(values), max(values), emulated, emulated - median,
                          100.0 * (emulated / median - 1.0) if median > 0 else float("nan")])
     return pd.DataFrame(rows, columns=COLUMNS)
